@@ -228,9 +228,7 @@ class AlibiKernel(Kernel):
 
     def _log_z(self, i: np.ndarray, heads=slice(None)) -> np.ndarray:
         """log Z^h_i for rows i >= 1, shape (rows, H) (or the selected heads)."""
-        return np.logaddexp(
-            self.content[heads][None, :], _log_geometric(self.slopes[heads], i)
-        )
+        return np.logaddexp(self.content[heads][None, :], _log_geometric(self.slopes[heads], i))
 
     def _build_tables(self) -> None:
         nt = self._table_rows()
@@ -410,7 +408,8 @@ def monotonicity_deficit(K) -> float:
     """Largest CDF deficit between ordered rows (claim PB8).
 
     .. math::
-        \\max_{i < i'} \\max_k \\big(F_{i'}(k) - F_i(k)\\big)_+,\\qquad F_i(k) = \\sum_{j\\le k} K_{ij}
+        \\max_{i < i'} \\max_k \\big(F_{i'}(k) - F_i(k)\\big)_+,
+        \\qquad F_i(k) = \\sum_{j\\le k} K_{ij}
 
     Zero exactly when ``K`` is stochastically monotone (row ``i'`` first-order dominates row
     ``i`` whenever ``i < i'``).

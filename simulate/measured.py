@@ -86,7 +86,7 @@ class MeasuredConfig:
 
     def kernels(self, with_content: bool = True):
         """Per-layer ALiBi(+content) kernels, a list of L kernels (one shared when no content)."""
-        if not with_content or self.content.shape == (1, 1) and self.content[0, 0] == 0.0:
+        if not with_content or (self.content.shape == (1, 1) and self.content[0, 0] == 0.0):
             k = alibi_kernel(self.n, self.slopes)
             return [k] * self.num_layers
         if self.content.shape != (self.num_layers, self.num_heads):

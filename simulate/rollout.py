@@ -42,8 +42,7 @@ def _layers(kernels, lambdas) -> tuple[list[Kernel], np.ndarray]:
     ks = list(kernels)
     if len(ks) != T:
         raise ValueError(
-            f"kernels must have one kernel per layer: got {len(ks)} kernels for "
-            f"{T} lambdas"
+            f"kernels must have one kernel per layer: got {len(ks)} kernels for {T} lambdas"
         )
     for t, k in enumerate(ks):
         if not isinstance(k, Kernel):
@@ -173,7 +172,7 @@ def rollout_summary(kernels, lambdas) -> dict:
     ``min_diag``, ``log_min_diag``, ``sum_lambda_delta``, ``sum_lambda`` and ``profile``
     (the influence vector, shape (n,)).
     """
-    ks, lam = _layers(kernels, lambdas)
+    _, lam = _layers(kernels, lambdas)
     p = influence(kernels, lam)
     logd = diagonal(kernels, lam, log=True) if lam.size else np.zeros(p.size)
     return {
