@@ -222,7 +222,7 @@ class AlibiKernel(Kernel):
 
     def _table_rows(self) -> int:
         m = self.slopes
-        if (m <= 0).any():
+        if (m * self.n <= _SAT).any():  # some head is not yet stationary at row n - 1
             return self.n
         return int(min(self.n, np.ceil(_SAT / m.min()) + 2))
 

@@ -1,0 +1,207 @@
+"""The claim registry: every checkable statement of the two papers, with a stable ID.
+
+A :class:`Claim` pairs a statement with a ``check`` that builds inputs, asks ``theory`` for the
+exact side and ``simulate`` for the numeric side, compares them with a stated tolerance and returns
+:class:`Evidence`. The verdict always comes from that comparison, never from a constant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "FAILS",
+    "HOLDS",
+    "INCONCLUSIVE",
+    "Claim",
+    "Context",
+    "Evidence",
+    "Relaxation",
+    "Result",
+    "all_claims",
+    "get_claim",
+    "register",
+    "run_claim",
+    "select",
+]
+
+HOLDS, FAILS, INCONCLUSIVE = "HOLDS", "FAILS", "INCONCLUSIVE"
+ERROR = "ERROR"
+STATUSES = (HOLDS, FAILS, INCONCLUSIVE)
+_CLAIM_MODULES = ("proofs_checks.position_bias", "proofs_checks.extrapolation")
+
+
+@dataclass
+class Evidence:
+    """What a check measured: a verdict, the numbers behind it and figure paths."""
+
+    status: str
+    measured: dict = field(default_factory=dict)
+    figures: list[str] = field(default_factory=list)
+    summary: str = ""
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}; got {self.status!r}")
+
+
+@dataclass
+class Context:
+    """How a check runs: ``size`` is "quick" or "full"; figures go to ``out`` (if given)."""
+
+    size: str = "quick"
+    out: Path | None = None
+    seed: int = 0
+
+    @property
+    def full(self) -> bool:
+        return self.size == "full"
+
+    def figure_path(self, name: str) -> Path | None:
+        """Where to save a figure called ``name`` (a PNG), or None when no output folder."""
+        if self.out is None:
+            return None
+        return Path(self.out) / "figures" / name
+
+
+@dataclass
+class Relaxation:
+    """A named assumption of a claim, dropped, with a Hypothesis search for a violation.
+
+    ``strategy()`` returns a Hypothesis strategy drawing plain-data examples (dicts of numbers and
+    lists) that satisfy every assumption but the dropped one; ``violation(example)`` returns a
+    float that is > 0 exactly when the example breaks the claim (the amount by which it does).
+    """
+
+    name: str
+    drops: str
+    strategy: Callable
+    violation: Callable[[dict], float]
+    describe: Callable[[dict], str] | None = None
+
+
+@dataclass
+class Claim:
+    """A checkable statement: ID, source, statement, assumptions, check and relaxations."""
+
+    id: str
+    source: str
+    statement: str
+    assumptions: tuple[str, ...]
+    check: Callable[[Context], Evidence]
+    relaxations: dict[str, Relaxation] = field(default_factory=dict)
+
+    def relaxation(self, name: str) -> Relaxation:
+        if name not in self.relaxations:
+            have = ", ".join(self.relaxations) or "none"
+            raise ValueError(f"claim {self.id} has no relaxation {name!r}; available: {have}")
+        return self.relaxations[name]
+
+
+_REGISTRY: dict[str, Claim] = {}
+
+
+def register(id: str, source: str, statement: str, assumptions=()):
+    """Decorator registering ``check(ctx) -> Evidence`` as the check of claim ``id``."""
+
+    def deco(fn):
+        if id in _REGISTRY:
+            raise ValueError(f"claim {id} is registered twice")
+        _REGISTRY[id] = Claim(id, source, statement, tuple(assumptions), fn)
+        return fn
+
+    return deco
+
+
+def _load() -> None:
+    for name in _CLAIM_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+
+
+def _key(cid: str):
+    m = re.fullmatch(r"([A-Z]+)(\d+)", cid)
+    return (m.group(1), int(m.group(2))) if m else (cid, 0)
+
+
+def all_claims() -> list[Claim]:
+    """Every registered claim, ordered PB1, PB2, …, AT1, …"""
+    _load()
+    order = {"PB": 0, "AT": 1}
+    return sorted(_REGISTRY.values(), key=lambda c: (order.get(_key(c.id)[0], 9), _key(c.id)))
+
+
+def get_claim(cid: str) -> Claim:
+    """The claim with ID ``cid`` (case-insensitive); ValueError naming unknown IDs."""
+    _load()
+    key = cid.upper()
+    if key not in _REGISTRY:
+        known = ", ".join(c.id for c in all_claims()) or "none registered"
+        raise ValueError(f"unknown claim ID {cid!r}; known: {known}")
+    return _REGISTRY[key]
+
+
+def select(ids) -> list[Claim]:
+    """Claims for IDs or prefixes ("PB", "AT3"); all claims when ``ids`` is empty."""
+    claims = all_claims()
+    if not ids:
+        return claims
+    out: list[Claim] = []
+    for raw in ids:
+        key = raw.upper()
+        if key in {"PB", "AT"}:
+            out += [c for c in claims if c.id.startswith(key) and c not in out]
+        else:
+            c = get_claim(key)
+            if c not in out:
+                out.append(c)
+    return out
+
+
+@dataclass
+class Result:
+    """A check's outcome: the evidence, or the error that crashed it, and the run time."""
+
+    claim: Claim
+    status: str
+    evidence: Evidence | None
+    seconds: float
+    error: str = ""
+
+    def as_json(self) -> dict:
+        ev = self.evidence
+        out = {
+            "id": self.claim.id,
+            "status": self.status,
+            "statement": self.claim.statement,
+            "source": self.claim.source,
+            "measured": ev.measured if ev else {},
+            "figures": list(ev.figures) if ev else [],
+            "summary": ev.summary if ev else "",
+            "seconds": round(self.seconds, 3),
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def run_claim(claim: Claim, ctx: Context) -> Result:
+    """Run one check; a crash becomes status ERROR with the traceback's last line."""
+    t0 = time.perf_counter()
+    try:
+        ev = claim.check(ctx)
+        if not isinstance(ev, Evidence):
+            raise TypeError(f"check of {claim.id} returned {type(ev).__name__}, not Evidence")
+        return Result(claim, ev.status, ev, time.perf_counter() - t0)
+    except Exception as exc:
+        tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return Result(claim, ERROR, None, time.perf_counter() - t0, error=tb)

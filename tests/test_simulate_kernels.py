@@ -1,0 +1,215 @@
+"""simulate.kernels against an independent dense softmax reference."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy.special import softmax
+
+from simulate.kernels import (
+    alibi_kernel,
+    alibi_slopes,
+    dense_kernel,
+    is_stochastically_monotone,
+    monotonicity_deficit,
+    uniform_kernel,
+)
+
+
+def reference_alibi(n, slopes, content, weights=None):
+    """Row-by-row causal softmax of c[i=j] - m(i-j), averaged over heads (plain loops)."""
+    m = np.atleast_1d(np.asarray(slopes, float))
+    c = np.atleast_1d(np.asarray(content, float))
+    H = max(m.size, c.size)
+    m, c = np.broadcast_to(m, (H,)), np.broadcast_to(c, (H,))
+    w = np.full(H, 1.0 / H) if weights is None else np.asarray(weights) / np.sum(weights)
+    A = np.zeros((n, n))
+    for h in range(H):
+        for i in range(n):
+            j = np.arange(i + 1)
+            A[i, : i + 1] += w[h] * softmax(c[h] * (j == i) - m[h] * (i - j))
+    return A
+
+
+heads = st.integers(1, 4)
+floats = dict(allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def alibi_cases(draw, slope_lo=0.0, slope_hi=3.0, c_abs=50.0):
+    n = draw(st.integers(1, 48))
+    H = draw(heads)
+    m = draw(st.lists(st.floats(slope_lo, slope_hi, **floats), min_size=H, max_size=H))
+    c = draw(st.lists(st.floats(-c_abs, c_abs, **floats), min_size=H, max_size=H))
+    return n, m, c
+
+
+@given(alibi_cases())
+def test_alibi_matches_dense_softmax(case):
+    n, m, c = case
+    K = alibi_kernel(n, m, c)
+    A = reference_alibi(n, m, c)
+    p = np.random.default_rng(n).random((2, n))
+    np.testing.assert_allclose(K.dense(), A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(K.apply_left(p), p @ A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(K.apply_left(p[0]), p[0] @ A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(K.diagonal(), np.diag(A), rtol=0, atol=1e-12)
+
+
+@given(alibi_cases(slope_lo=-2.0, slope_hi=10.0, c_abs=500.0))
+def test_alibi_extreme_content_and_slopes_stay_finite_and_exact(case):
+    n, m, c = case
+    K = alibi_kernel(n, m, c)
+    A = reference_alibi(n, m, c)
+    p = np.random.default_rng(0).random(n)
+    q = K.apply_left(p)
+    assert np.isfinite(q).all() and np.isfinite(K.dense()).all()
+    np.testing.assert_allclose(K.dense(), A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(q, p @ A, rtol=0, atol=1e-12 * max(1.0, p.sum()))
+
+
+def test_alibi_stationary_tail_is_exact_for_long_rows():
+    # rows beyond 45/m share one table row; compare far rows to the direct softmax
+    n, m, c = 3000, [0.05, 1.0], [2.0, -3.0]
+    K = alibi_kernel(n, m, c)
+    e = np.zeros(n)
+    for i in (0, 1, 899, 901, 2999):
+        e[:] = 0
+        e[i] = 1.0
+        row = K.apply_left(e)
+        j = np.arange(i + 1)
+        ref = sum(softmax(ch * (j == i) - mh * (i - j)) for mh, ch in zip(m, c, strict=False)) / 2
+        np.testing.assert_allclose(row[: i + 1], ref, rtol=0, atol=1e-13)
+        assert np.all(row[i + 1 :] == 0)
+
+
+def test_head_weights_are_normalised_and_used():
+    A = reference_alibi(10, [0.1, 2.0], [0.0, 5.0], weights=[3.0, 1.0])
+    K = alibi_kernel(10, [0.1, 2.0], [0.0, 5.0], head_weights=[3.0, 1.0])
+    np.testing.assert_allclose(K.dense(), A, atol=1e-14)
+
+
+def test_background_shift_has_no_effect():
+    # softmax(b + c[i=j] - m(i-j)) does not depend on b: the kernel has no b parameter at all,
+    # and the reference with a background added agrees with it.
+    n, m, c, b = 12, 0.3, 1.5, 137.0
+    A = np.zeros((n, n))
+    for i in range(n):
+        j = np.arange(i + 1)
+        A[i, : i + 1] = softmax(b + c * (j == i) - m * (i - j))
+    np.testing.assert_allclose(alibi_kernel(n, m, c).dense(), A, atol=1e-14)
+
+
+def test_alibi_slopes_textbook_values():
+    s = alibi_slopes(8)
+    np.testing.assert_allclose(s, [2.0 ** -(k + 1) for k in range(8)], rtol=1e-15)
+    assert alibi_slopes(32)[0] == pytest.approx(2 ** (-1 / 4))
+
+
+def test_uniform_kernel_is_cesaro():
+    n = 30
+    K = uniform_kernel(n)
+    A = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
+    p = np.random.default_rng(1).random(n)
+    np.testing.assert_allclose(K.dense(), A, atol=1e-15)
+    np.testing.assert_allclose(K.apply_left(p), p @ A, atol=1e-14)
+    np.testing.assert_allclose(K.diagonal(), 1 / np.arange(1, n + 1))
+    np.testing.assert_allclose(alibi_kernel(n, 0.0).dense(), A, atol=1e-15)
+
+
+def test_dense_kernel_round_trip_and_apply():
+    A = reference_alibi(9, [0.4], [1.0])
+    K = dense_kernel(A)
+    p = np.arange(9.0)
+    np.testing.assert_array_equal(K.dense(), A)
+    np.testing.assert_allclose(K.apply_left(p), p @ A)
+    np.testing.assert_array_equal(K.diagonal(), np.diag(A))
+
+
+@pytest.mark.parametrize(
+    "A, match",
+    [
+        (np.ones((2, 3)) / 3, "square"),
+        (np.array([[1.0, 0.0], [np.nan, 0.5]]), "finite"),
+        (np.array([[0.5, 0.5], [0.5, 0.5]]), "causal"),
+        (np.array([[1.0, 0.0], [0.5, 0.6]]), "row-stochastic"),
+        (np.array([[1.0, 0.0], [1.5, -0.5]]), "nonnegative"),
+    ],
+)
+def test_dense_kernel_rejects_bad_matrices(A, match):
+    with pytest.raises(ValueError, match=match):
+        dense_kernel(A)
+
+
+def test_dense_kernel_accepts_full_attention_when_asked():
+    K = dense_kernel(np.full((3, 3), 1 / 3), causal=False)
+    assert K.n == 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(n=0, slopes=1.0), ValueError, "n must be at least 1"),
+        (dict(n=2.5, slopes=1.0), TypeError, "n must be an integer"),
+        (dict(n=5, slopes=[1.0, np.nan]), ValueError, "slopes must be finite"),
+        (dict(n=5, slopes=[1.0, 2.0], content=[0, 1, 2]), ValueError, "one value per head"),
+        (dict(n=5, slopes=1.0, content=np.inf), ValueError, "content must be finite"),
+        (dict(n=5, slopes=[1.0, 2.0], head_weights=[1.0]), ValueError, "head_weights"),
+        (dict(n=5, slopes=[1.0, 2.0], head_weights=[1.0, -1.0]), ValueError, "head_weights"),
+        (dict(n=5, slopes="abc"), TypeError, "slopes"),
+    ],
+)
+def test_alibi_kernel_rejects_bad_input(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        alibi_kernel(**kwargs)
+
+
+def test_apply_left_rejects_wrong_length_and_nan():
+    K = alibi_kernel(5, 1.0)
+    with pytest.raises(ValueError, match="p must have shape"):
+        K.apply_left(np.ones(4))
+    with pytest.raises(ValueError, match="p must be finite"):
+        K.apply_left(np.array([1.0, np.nan, 0, 0, 0]))
+
+
+def test_dense_request_beyond_memory_is_refused():
+    with pytest.raises(ValueError, match="GiB"):
+        uniform_kernel(10**7).dense()
+
+
+# -- stochastic monotonicity -------------------------------------------------------------
+
+
+def brute_deficit(A):
+    F = np.cumsum(A, axis=1)
+    n = A.shape[0]
+    return max([0.0] + [float((F[b] - F[a]).max()) for a in range(n) for b in range(a + 1, n)])
+
+
+@given(alibi_cases(slope_lo=0.0, slope_hi=2.0, c_abs=20.0))
+def test_alibi_content_family_is_monotone(case):
+    n, m, c = case
+    K = alibi_kernel(n, m, c)
+    assert monotonicity_deficit(K) <= 1e-12
+    assert is_stochastically_monotone(K)
+
+
+@given(alibi_cases(slope_lo=-3.0, slope_hi=3.0, c_abs=30.0))
+def test_deficit_matches_brute_force_over_all_pairs(case):
+    n, m, c = case
+    A = alibi_kernel(n, m, c).dense()
+    assert monotonicity_deficit(A) == pytest.approx(brute_deficit(A), abs=1e-14)
+
+
+def test_negative_slope_with_content_breaks_monotonicity():
+    A = reference_alibi(6, [-1.0], [5.0])
+    d = monotonicity_deficit(A)
+    assert d == pytest.approx(brute_deficit(A), abs=1e-14)
+    assert d > 0.1 and not is_stochastically_monotone(A)
+
+
+def test_monotonicity_rejects_bad_input():
+    with pytest.raises(ValueError, match="square"):
+        monotonicity_deficit(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="tol"):
+        is_stochastically_monotone(np.eye(2), tol=-1.0)

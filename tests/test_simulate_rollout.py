@@ -1,0 +1,144 @@
+"""simulate.rollout against a plain dense matrix-product reference."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
+from simulate.rollout import (
+    constant,
+    diagonal,
+    influence,
+    power_decay,
+    rollout_matrix,
+    rollout_summary,
+    total_mixing,
+)
+
+floats = dict(allow_nan=False, allow_infinity=False)
+
+
+def dense_rollout(kernels, lambdas):
+    """P = R_{T-1} ⋯ R_0 by explicit matrix products (the reference)."""
+    n = kernels[0].n if kernels else 1
+    P = np.eye(n)
+    for K, lam in zip(kernels, lambdas, strict=False):
+        P = ((1 - lam) * np.eye(n) + lam * K.dense()) @ P
+    return P
+
+
+@st.composite
+def layered(draw, n_max=64, t_max=20):
+    n = draw(st.integers(1, n_max))
+    T = draw(st.integers(0, t_max))
+    H = draw(st.integers(1, 4))
+    shared = draw(st.booleans())
+    lam = draw(st.lists(st.floats(0.0, 1.0, **floats), min_size=T, max_size=T))
+
+    def one():
+        m = draw(st.lists(st.floats(0.0, 3.0, **floats), min_size=H, max_size=H))
+        c = draw(st.lists(st.floats(-50.0, 50.0, **floats), min_size=H, max_size=H))
+        return alibi_kernel(n, m, c)
+
+    ks = [one()] * T if shared else [one() for _ in range(T)]
+    return n, ks, np.array(lam)
+
+
+@given(layered())
+def test_influence_matrix_and_diagonal_match_dense_products(case):
+    n, ks, lam = case
+    P = dense_rollout(ks, lam) if ks else np.eye(n)
+    np.testing.assert_allclose(rollout_matrix(ks, lam, n=n), P, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(influence(ks, lam, n=n), P[-1], rtol=0, atol=1e-12)
+    if ks:
+        np.testing.assert_allclose(diagonal(ks, lam), np.diag(P), rtol=1e-12, atol=1e-300)
+        # one shared kernel gives the same as the repeated list
+        if all(k is ks[0] for k in ks):
+            np.testing.assert_allclose(influence(ks[0], lam), P[-1], rtol=0, atol=1e-12)
+            np.testing.assert_allclose(diagonal(ks[0], lam), np.diag(P), rtol=1e-12)
+
+
+@given(layered(n_max=32, t_max=12))
+def test_rollout_invariants(case):
+    n, ks, lam = case
+    P = rollout_matrix(ks, lam, n=n)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    assert np.all(np.triu(P, 1) == 0)
+    assert P[0, 0] == pytest.approx(1.0, abs=1e-15)
+    assert (P >= -1e-15).all()
+    p = influence(ks, lam, n=n)
+    assert p.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_dense_and_uniform_kernels_use_the_same_chain():
+    rng = np.random.default_rng(3)
+    n, T = 17, 6
+    raw = np.tril(rng.random((n, n)))
+    A = raw / raw.sum(axis=1, keepdims=True)
+    ks = [dense_kernel(A), uniform_kernel(n)] * 3
+    lam = rng.random(T)
+    P = dense_rollout(ks, lam)
+    np.testing.assert_allclose(influence(ks, lam), P[-1], atol=1e-13)
+    np.testing.assert_allclose(diagonal(ks, lam), np.diag(P), rtol=1e-12)
+
+
+def test_depth_zero_gives_last_unit_vector():
+    p = influence(alibi_kernel(5, 1.0), [])
+    np.testing.assert_array_equal(p, [0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(rollout_matrix(uniform_kernel(3), []), np.eye(3))
+
+
+def test_diagonal_log_survives_underflow():
+    # P_ii = (1 - λ(1 - 1/(i+1)))^T underflows for T = 1e5; the log stays exact
+    K, T, lam = uniform_kernel(8), 100_000, 0.5
+    logd = diagonal(K, constant(lam, T), log=True)
+    expected = T * np.log1p(-lam * (1 - 1 / np.arange(1, 9)))
+    np.testing.assert_allclose(logd, expected, rtol=1e-12)
+    assert diagonal(K, constant(lam, T))[-1] == 0.0  # underflows in linear space, as expected
+
+
+def test_total_mixing_and_summary():
+    K = alibi_kernel(40, [0.5, 0.05])
+    lam = power_decay(0.5, 1.5, 30)
+    delta = np.max(1 - K.diagonal())
+    assert total_mixing(K, lam) == pytest.approx(lam.sum() * delta, rel=1e-14)
+    s = rollout_summary(K, lam)
+    P = dense_rollout([K] * 30, lam)
+    assert s["p_first"] == pytest.approx(P[-1, 0], abs=1e-14)
+    assert s["argmin"] == int(np.argmin(P[-1]))
+    # PB3 equality: for a stationary ALiBi kernel the minimum diagonal sits at row n - 1
+    assert s["min_diag"] == pytest.approx(np.prod(1 - lam * delta), rel=1e-12)
+    assert s["min_diag"] == pytest.approx(np.diag(P).min(), rel=1e-12)
+
+
+def test_schedules():
+    np.testing.assert_array_equal(constant(0.3, 4), [0.3] * 4)
+    np.testing.assert_allclose(power_decay(0.8, 2.0, 4), [0.8, 0.2, 0.8 / 9, 0.05])
+    assert constant(1.0, 0).shape == (0,)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: influence(uniform_kernel(3), [0.5, 1.2]), ValueError, "lambdas must lie in"),
+        (lambda: influence(uniform_kernel(3), [np.nan]), ValueError, "lambdas must be finite"),
+        (lambda: influence(uniform_kernel(3), 0.5), TypeError, "lambdas"),
+        (lambda: influence([uniform_kernel(3)] * 2, [0.5]), ValueError, "one kernel per layer"),
+        (
+            lambda: influence([uniform_kernel(3), uniform_kernel(4)], [0.1, 0.2]),
+            ValueError,
+            "same n",
+        ),
+        (lambda: influence([np.eye(3)], [0.1]), TypeError, r"kernels\[0\]"),
+        (lambda: influence("abc", [0.1]), TypeError, "kernels"),
+        (lambda: constant(-0.1, 3), ValueError, "lam"),
+        (lambda: constant(0.1, -3), ValueError, "T must be nonnegative"),
+        (lambda: power_decay(0.5, np.nan, 3), ValueError, "beta"),
+        (lambda: power_decay(1.5, 1.0, 3), ValueError, "lam0"),
+        (lambda: rollout_matrix(uniform_kernel(10**6), [0.1]), ValueError, "GiB"),
+    ],
+)
+def test_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
