@@ -24,6 +24,7 @@ __all__ = [
     "Evidence",
     "Relaxation",
     "Result",
+    "add_relaxation",
     "all_claims",
     "get_claim",
     "register",
@@ -34,7 +35,11 @@ __all__ = [
 HOLDS, FAILS, INCONCLUSIVE = "HOLDS", "FAILS", "INCONCLUSIVE"
 ERROR = "ERROR"
 STATUSES = (HOLDS, FAILS, INCONCLUSIVE)
-_CLAIM_MODULES = ("proofs_checks.position_bias", "proofs_checks.extrapolation")
+_CLAIM_MODULES = (
+    "proofs_checks.position_bias",
+    "proofs_checks.extrapolation",
+    "proofs_checks.relaxations",
+)
 
 
 @dataclass
@@ -105,6 +110,7 @@ class Claim:
 
 
 _REGISTRY: dict[str, Claim] = {}
+_PENDING_RELAXATIONS: dict[str, dict[str, Relaxation]] = {}
 
 
 def register(id: str, source: str, statement: str, assumptions=()):
@@ -119,6 +125,15 @@ def register(id: str, source: str, statement: str, assumptions=()):
     return deco
 
 
+def add_relaxation(claim_id: str, relaxation: Relaxation) -> Relaxation:
+    """Attach a relaxation to claim ``claim_id`` (which may be registered later)."""
+    bucket = _PENDING_RELAXATIONS.setdefault(claim_id, {})
+    if relaxation.name in bucket:
+        raise ValueError(f"claim {claim_id} already has a relaxation {relaxation.name!r}")
+    bucket[relaxation.name] = relaxation
+    return relaxation
+
+
 def _load() -> None:
     for name in _CLAIM_MODULES:
         try:
@@ -126,6 +141,9 @@ def _load() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != name:
                 raise
+    for cid, rel in _PENDING_RELAXATIONS.items():
+        if cid in _REGISTRY:
+            _REGISTRY[cid].relaxations.update(rel)
 
 
 def _key(cid: str):
