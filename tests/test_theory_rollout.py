@@ -1,0 +1,428 @@
+"""Specification of theory.rollout: exact mathematics of residual-aware attention rollout.
+
+References are independent of the code under test: dense products of sympy Rational matrices,
+plain numpy rollouts and softmax kernels, and closed forms typed in from paper [A]'s digest.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theory import rollout as ro
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def cesaro(n: int) -> sp.Matrix:
+    return sp.Matrix(n, n, lambda i, j: sp.Rational(1, i + 1) if j <= i else 0)
+
+
+def dense_exact_rollout(kernels, lambdas) -> sp.Matrix:
+    n = kernels[0].rows
+    P = sp.eye(n)
+    for A, lam in zip(kernels, lambdas, strict=True):
+        P = ((1 - lam) * sp.eye(n) + lam * A) * P
+    return P
+
+
+def numpy_uniform_influence(n: int, lambdas) -> np.ndarray:
+    C = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]
+    P = np.eye(n)
+    for lam in lambdas:
+        P = ((1 - lam) * np.eye(n) + lam * C) @ P
+    return P[-1]
+
+
+def softmax_alibi_drift(i: int, m: float, c: float) -> float:
+    logits = np.array([c if j == i else -m * (i - j) for j in range(i + 1)])
+    w = np.exp(logits - logits.max())
+    w /= w.sum()
+    return float(np.sum(w * (i - np.arange(i + 1))))
+
+
+rationals01 = st.fractions(min_value=0, max_value=1, max_denominator=12)
+
+
+# ----------------------------------------------------------------------------- PB1, PB2
+
+
+@pytest.mark.parametrize(("n", "T"), [(3, 1), (3, 3), (4, 2)])
+def test_diagonal_identity_holds_symbolically(n, T):
+    assert ro.diagonal_identity_residual(n, T) == [0] * n
+
+
+def test_symbolic_rollout_equals_product_of_substituted_matrices():
+    sym = ro.symbolic_rollout(3, 2, stochastic=True)
+    rng = np.random.default_rng(0)
+    values = {s: sp.Rational(int(rng.integers(0, 5)), 10) for s in sym.entries}
+    lam_values = {sym.lambdas[0]: sp.Rational(1, 3), sym.lambdas[1]: sp.Rational(3, 4)}
+    kernels = [A.subs(values) for A in sym.kernels]
+    expected = dense_exact_rollout(kernels, [sp.Rational(1, 3), sp.Rational(3, 4)])
+    assert sym.P.subs(values).subs(lam_values) == expected
+    assert all(sym.P[i, j] == 0 for i in range(3) for j in range(i + 1, 3))
+
+
+def test_row_sums_of_R_and_P_are_one_for_stochastic_kernels():
+    res = ro.row_sum_residual(3, 3)
+    assert all(r == 0 for layer in res.R for r in layer)
+    assert res.P == (0, 0, 0)
+    sym = ro.symbolic_rollout(3, 2, stochastic=True)
+    assert sym.P[0, 0] == 1
+    # without the stochastic constraint the row sums are not identically 1
+    free = ro.symbolic_rollout(2, 1)
+    assert sp.expand(sum(free.P.row(1)) - 1) != 0
+
+
+def test_symbolic_kernel_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="n"):
+        ro.symbolic_kernel(0)
+    with pytest.raises(TypeError, match="n"):
+        ro.symbolic_kernel(2.0)
+    with pytest.raises(ValueError, match="name"):
+        ro.symbolic_kernel(2, "not a name")
+    with pytest.raises(ValueError, match="T"):
+        ro.symbolic_rollout(2, -1)
+
+
+# ----------------------------------------------------------------------------- PB3
+
+
+def test_diagonal_bound_by_hand():
+    # layer 0: diag (1, 1/2, 1/3), δ = 2/3; layer 1: diag (1/2, 1/2, 1/4), δ = 3/4
+    b = ro.diagonal_bound([[1, "1/2", "1/3"], ["1/2", "1/2", "1/4"]], ["1/2", "1/3"])
+    # P_ii: (1, 3/4, 2/3) * (5/6, 5/6, 3/4) -> (5/6, 5/8, 1/2)
+    assert b == (sp.Rational(1, 2), 2, sp.Rational(2, 3) * sp.Rational(3, 4), sp.Rational(1, 3))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=4),
+    st.lists(rationals01, min_size=1, max_size=3),
+    st.data(),
+)
+def test_diagonal_bound_chain_on_random_rational_kernels(n, lams, data):
+    kernels = []
+    for _ in lams:
+        A = sp.zeros(n, n)
+        for i in range(n):
+            w = [sp.Integer(data.draw(st.integers(0, 5))) for _ in range(i + 1)]
+            w[i] += 1  # keep the row sum positive
+            total = sum(w)
+            for j in range(i + 1):
+                A[i, j] = w[j] / total
+        kernels.append(A)
+    lam_s = [sp.Rational(f.numerator, f.denominator) for f in lams]
+    P = dense_exact_rollout(kernels, lam_s)
+    b = ro.diagonal_bound([[A[i, i] for i in range(n)] for A in kernels], lams)
+    diag = [P[i, i] for i in range(n)]
+    assert b.min_diagonal == min(diag) == diag[b.argmin]
+    assert b.min_diagonal >= b.middle >= b.lower
+
+
+def test_diagonal_bound_is_attained_for_a_stationary_kernel():
+    n, lams = 6, ["1/2", "1/5", "2/3"]
+    C = cesaro(n)
+    b = ro.diagonal_bound([[C[i, i] for i in range(n)]] * 3, lams)
+    assert b.argmin == n - 1
+    assert b.min_diagonal == b.middle  # the last row has the smallest diagonal in every layer
+
+
+def test_diagonal_bound_rejects_bad_input():
+    with pytest.raises(ValueError, match="diagonals"):
+        ro.diagonal_bound([[1, "1/2"]], ["1/2", "1/3"])
+    with pytest.raises(ValueError, match="diagonals"):
+        ro.diagonal_bound([[1, "3/2"]], ["1/2"])
+    with pytest.raises(ValueError, match="lambdas"):
+        ro.diagonal_bound([[1, "1/2"]], ["-1/2"])
+    with pytest.raises(TypeError, match="exact"):
+        ro.diagonal_bound([[1, 0.5]], ["1/2"])
+
+
+@pytest.mark.parametrize("T", [1, 2, 4])
+def test_bound_chain_certificate(T):
+    cert = ro.diagonal_bound_certificate(T)
+    assert cert.holds
+    assert len(cert.upper_terms) == len(cert.lower_terms) == T
+    # spot-check the identity at a random nonnegative point
+    rng = np.random.default_rng(T)
+    point = {s: sp.Rational(int(rng.integers(0, 7)), 7) for s in cert.diagonal.free_symbols}
+    lhs = (cert.diagonal - cert.middle).subs(point)
+    assert lhs == sum(term.subs(point) for term in cert.upper_terms) >= 0
+
+
+# ----------------------------------------------------------------------------- PB9 drifts
+
+
+def test_uniform_drift_is_half_the_position():
+    i = sp.Symbol("i", integer=True, nonnegative=True)
+    assert ro.uniform_drift(i) == i / 2
+    assert ro.drift(cesaro(7)) == [sp.Rational(k, 2) for k in range(7)]
+
+
+def test_alibi_no_content_closed_form_and_limit():
+    i, m = sp.Symbol("i", integer=True, nonnegative=True), sp.Symbol("m", positive=True)
+    c = sp.Symbol("c", real=True)
+    mu0 = ro.alibi_drift_expr(i, m, c).subs(c, 0)
+    q = sp.exp(-m)
+    textbook = q / (1 - q) - (i + 1) * q ** (i + 1) / (1 - q ** (i + 1))
+    for iv, mv in [(0, "1/2"), (3, "1/3"), (10, 2), (40, "1/10")]:
+        pt = {i: iv, m: sp.Rational(mv)}
+        assert abs(sp.N(mu0.subs(pt) - textbook.subs(pt), 40)) < sp.Float("1e-35")
+    lim0 = ro.alibi_drift_limit_expr(m, c).subs(c, 0)
+    assert sp.simplify(lim0 - 1 / (sp.exp(m) - 1)) == 0
+
+
+def test_alibi_content_limit_matches_the_paper_formula():
+    m, c = sp.Symbol("m", positive=True), sp.Symbol("c", real=True)
+    em = sp.exp(-m)
+    paper = em / ((1 - em) * (sp.exp(c) * (1 - em) + em))
+    assert sp.simplify(ro.alibi_drift_limit_expr(m, c) - paper) == 0
+
+
+def test_content_shrinks_the_drift():
+    res = ro.alibi_drift_limit_dc()
+    assert res.negative is True
+    cs = np.linspace(-30, 30, 61)
+    for m in (0.01, 0.5, 3.0):
+        assert np.all(np.diff(ro.alibi_drift_limit(m, cs)) < 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=60),
+    st.floats(min_value=1e-4, max_value=5.0, allow_nan=False),
+    st.floats(min_value=-20.0, max_value=20.0, allow_nan=False),
+)
+def test_numeric_alibi_drift_matches_a_softmax_kernel(i, m, c):
+    ref = softmax_alibi_drift(i, m, c)
+    assert ro.alibi_drift(i, m, c) == pytest.approx(ref, rel=1e-11, abs=1e-13)
+
+
+@pytest.mark.parametrize(("m", "c"), [(0.05, 0.0), (0.5, 3.0), (1.0, -300.0), (2.0, 300.0)])
+def test_numeric_limit_matches_symbolic_limit_and_large_i(m, c):
+    ms, cs = sp.Symbol("m", positive=True), sp.Symbol("c", real=True)
+    expr = ro.alibi_drift_limit_expr(ms, cs)
+    exact = float(sp.N(expr.subs({ms: sp.Rational(m), cs: sp.Rational(c)}), 30))
+    assert ro.alibi_drift_limit(m, c) == pytest.approx(exact, rel=1e-13)
+    if abs(c) < 100:
+        assert ro.alibi_drift(5000, m, c) == pytest.approx(exact, rel=1e-12)
+
+
+def test_alibi_drift_at_zero_slope_is_the_uniform_drift():
+    assert ro.alibi_drift(8, 0.0) == pytest.approx(4.0, rel=1e-15)
+    assert ro.alibi_drift(8, 1e-12) == pytest.approx(4.0, rel=1e-9)
+
+
+def test_background_shift_has_no_effect():
+    assert ro.background_shift_residual(3) == sp.zeros(3, 3)
+
+
+def test_residual_scales_the_drift():
+    assert ro.residual_drift_residual(4) == [0, 0, 0, 0]
+
+
+def test_drift_functions_reject_bad_input():
+    with pytest.raises(ValueError, match="m"):
+        ro.alibi_drift_limit(0.0)
+    with pytest.raises(ValueError, match="c"):
+        ro.alibi_drift_limit(1.0, np.nan)
+    with pytest.raises(ValueError, match="i"):
+        ro.alibi_drift(-1, 1.0)
+    with pytest.raises(ValueError, match="m"):
+        ro.alibi_drift(3, -0.5)
+    with pytest.raises(ValueError, match="c"):
+        ro.alibi_drift(3, 0.5, math.inf)
+    with pytest.raises(ValueError, match="A"):
+        ro.drift([[1, 0, 0], [0, 1, 0]])
+
+
+# ----------------------------------------------------------------------------- PB12
+
+
+SCHEDULES = [
+    [],
+    ["1/2"],
+    [1],
+    [0, "1/3"],
+    [Fraction(2, 7), sp.Rational(1, 5), "0.75"],
+    ["1/3", "1/2", "1/5", "3/4"],
+]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+@pytest.mark.parametrize("lams", SCHEDULES)
+def test_influence_exact_equals_dense_rational_rollout(n, lams):
+    lam_s = [sp.Rational(str(v)) if isinstance(v, str | Fraction) else sp.S(v) for v in lams]
+    P = dense_exact_rollout([cesaro(n)] * len(lams), lam_s) if lams else sp.eye(n)
+    assert ro.influence_exact(n, lams) == list(P.row(n - 1))
+
+
+def test_influence_exact_special_cases():
+    assert ro.influence_exact(6, []) == [0] * 5 + [1]
+    assert ro.influence_exact(6, [1]) == [sp.Rational(1, 6)] * 6
+    p = ro.influence_exact(50, ["1/3", "1/2", "1/5"])
+    assert sum(p) == 1 and all(v > 0 for v in p)
+
+
+def test_influence_exact_matches_numpy_rollout_for_bigger_n():
+    lams = ["1/10", "1/3", "1/2", "1/4", "9/10", "1/7"]
+    n = 300
+    exact = np.array([float(v) for v in ro.influence_exact(n, lams)])
+    numeric = numpy_uniform_influence(n, [float(Fraction(v)) for v in lams])
+    assert np.max(np.abs(exact - numeric)) < 1e-13
+
+
+def test_hausdorff_moments_are_the_diagonal_of_P():
+    lams = ["1/3", "1/2", "1/5"]
+    P = dense_exact_rollout([cesaro(6)] * 3, [sp.Rational(v) for v in lams])
+    assert ro.hausdorff_moments(lams, 5) == [P[k, k] for k in range(6)]
+    lam = sp.Symbol("lambda", nonnegative=True)
+    assert ro.hausdorff_moments([lam], 2)[2] == 1 - lam + lam / 3
+
+
+def test_float_lambdas_need_an_explicit_choice():
+    with pytest.raises(TypeError, match="exact"):
+        ro.influence_exact(4, [0.1])
+    p_bin = ro.hausdorff_moments([0.1], 1, exact="rational")[1]
+    assert p_bin == 1 - sp.Rational(3602879701896397, 36028797018963968) / 2
+    assert ro.hausdorff_moments([0.1], 1, exact="nsimplify")[1] == sp.Rational(19, 20)
+    with pytest.raises(ValueError, match="exact"):
+        ro.influence_exact(4, [0.1], exact="round")
+
+
+def test_influence_exact_rejects_bad_input():
+    with pytest.raises(ValueError, match="lambdas"):
+        ro.influence_exact(4, ["1/2", "-1/10"])
+    with pytest.raises(ValueError, match="lambdas"):
+        ro.influence_exact(4, ["3/2"])
+    with pytest.raises(ValueError, match="n"):
+        ro.influence_exact(0, ["1/2"])
+    with pytest.raises(TypeError, match="lambdas"):
+        ro.influence_exact(4, "1/2")
+    with pytest.raises(ValueError, match="lambdas"):
+        ro.influence_exact(4, ["abc"])
+    with pytest.raises(ValueError, match="kmax"):
+        ro.hausdorff_moments(["1/2"], -1)
+
+
+def test_limit_law_total_mass_and_moments_exact():
+    lams = ["1/2", "1/3", "1/4"]
+    law = ro.limit_law(lams)
+    x = law.x
+    assert law.atom == sp.Rational(1, 4)  # (1/2)(2/3)(3/4)
+    assert sum(law.pmf) == 1
+    assert law.atom + sp.integrate(law.density, (x, 0, 1)) == 1
+    moments = ro.hausdorff_moments(lams, 3)
+    for k in (1, 2, 3):
+        assert law.moment(k) == moments[k]
+        assert law.atom + sp.integrate(x**k * law.density, (x, 0, 1)) == moments[k]
+    inner = law.cdf_expr.args[1][0]
+    assert sp.simplify(sp.diff(inner, x) - law.density) == 0
+
+
+def test_limit_law_numeric_pdf_and_cdf():
+    law = ro.limit_law(["1/2", "1/3", "1/4"])
+    pts = [0.01, 0.2, 0.5, 0.9, 0.999]
+    for p in pts:
+        assert law.pdf(p) == pytest.approx(float(law.density.subs(law.x, p)), rel=1e-12)
+        assert law.cdf(p) == pytest.approx(float(law.cdf_expr.subs(law.x, p)), rel=1e-12)
+    assert law.pdf(0.0) == np.inf
+    assert np.array_equal(law.pdf(np.array([-1.0, 1.5])), [0.0, 0.0])
+    assert np.array_equal(law.cdf(np.array([-1.0, 0.0, 1.0, 2.0])), [0.0, 0.0, 1.0, 1.0])
+    assert law.cdf(1 - 1e-12) == pytest.approx(1 - float(law.atom), abs=1e-9)
+    grid = np.linspace(0, 1, 201)
+    assert np.all(np.diff(law.cdf(grid)) >= 0)
+    with pytest.raises(ValueError, match="x"):
+        law.cdf(np.nan)
+
+
+def test_limit_law_float_schedules_are_numeric():
+    law = ro.limit_law([0.3, 0.2])
+    assert [float(w) for w in law.pmf] == pytest.approx([0.56, 0.38, 0.06], abs=1e-15)
+    with pytest.raises(ValueError, match="lambdas"):
+        ro.limit_law([0.3, 1.2])
+    with pytest.raises(ValueError, match="lambdas"):
+        ro.limit_law([0.3, math.nan])
+
+
+def test_uniform_influence_converges_to_the_limit_law():
+    lams = ["1/3", "1/2", "1/5", "3/4"]
+    law = ro.limit_law(lams)
+    dist = {}
+    for n in (100, 400):
+        p = np.array([float(v) for v in ro.influence_exact(n, lams)])
+        mid = (np.arange(n - 1) + 0.5) / (n - 1)  # between lattice points j/(n-1)
+        dist[n] = np.max(np.abs(np.cumsum(p)[:-1] - law.cdf(mid)))
+        # measured: 0.0185 at n = 100 and 0.0074 at n = 400 (log-singular density at 0)
+        assert dist[n] < 0.2 * math.log(n) ** 2 / n
+    assert dist[400] < dist[100] / 2
+
+
+# ----------------------------------------------------------------------------- PB5, PB6
+
+t = sp.Symbol("t", integer=True, nonnegative=True)
+lam0 = sp.Symbol("lambda0", positive=True)
+beta = sp.Symbol("beta", positive=True)
+a = sp.Symbol("a")
+half = sp.Rational(1, 2)
+
+COLLAPSE_TABLE = [
+    (half / (t + 1) ** 2, False),
+    (half / (t + 1), True),
+    (half / sp.sqrt(t + 1), True),
+    (half / (t + 1) ** sp.Rational(3, 2), False),
+    (0.5 / (t + 1) ** 1.5, False),
+    (0.3 / (t + 1) ** 0.9, True),
+    (sp.Rational(1, 5), True),
+    (sp.S.Zero, False),
+    (1, True),
+    (2**-t, False),
+    (sp.exp(-t) / 2, False),
+    (1 / sp.factorial(t), False),
+    (1 / (2 * (t + 1) * sp.log(t + 2)), True),
+    (1 / (2 * (t + 2) * sp.log(t + 2) ** 2), False),
+    (half + half / (t + 1), True),
+    (lam0 / (1 + lam0) / (t + 1), True),
+    (lam0 / (1 + lam0) / (t + 1) ** beta, None),
+    (lam0 / (1 + lam0) / (t + 1) ** (1 + beta), False),
+    (a / (t + 1) ** 2, False),
+    (a / (t + 1), None),  # a = 0 is allowed, so divergence is not certain
+    ((1 + sp.sin(t)) / 4, None),
+]
+
+
+@pytest.mark.parametrize(("schedule", "expected"), COLLAPSE_TABLE, ids=str)
+def test_collapse_decisions(schedule, expected):
+    assert ro.collapses(schedule, t, cross_check=False) is expected
+
+
+def test_collapse_with_sympy_cross_check():
+    assert ro.collapses(half / (t + 1), t) is True
+    assert ro.collapses(half / (t + 1) ** 2, t) is False
+
+
+@pytest.mark.parametrize(
+    "bad", [2 / (t + 1), -1 / (t + 1), t / 10, 1 / t, sp.Rational(3, 2), -lam0 / (t + 1)], ids=str
+)
+def test_collapse_rejects_schedules_outside_unit_interval(bad):
+    with pytest.raises(ValueError, match="schedule"):
+        ro.collapses(bad, t)
+
+
+def test_collapse_rejects_a_different_symbol_named_t():
+    with pytest.raises(ValueError, match="schedule"):
+        ro.collapses(half / (sp.Symbol("t") + 1), t)
+
+
+def test_collapse_rejects_bad_types():
+    with pytest.raises(TypeError, match="t"):
+        ro.collapses(half / (t + 1), "t")
+    with pytest.raises(TypeError, match="schedule"):
+        ro.collapses("1/(t+1)", t)
