@@ -180,6 +180,7 @@ def cmd_verify(args) -> int:
 
 def _print_table(results, size):
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     colour = {"HOLDS": "green", "FAILS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta"}
@@ -188,7 +189,7 @@ def _print_table(results, size):
         t.add_column(col, overflow="fold")
     for r in results:
         note = r.error or (r.evidence.summary if r.evidence else "")
-        stmt = r.claim.statement + (f"\n[dim]{note}[/dim]" if note else "")
+        stmt = escape(r.claim.statement) + (f"\n[dim]{escape(note)}[/dim]" if note else "")
         t.add_row(r.claim.id, f"[{colour[r.status]}]{r.status}[/]", stmt, f"{r.seconds:.1f}")
     Console().print(t)
 
