@@ -6,6 +6,7 @@ Bad arguments print one line on stderr and exit with code 2.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -13,6 +14,14 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["main"]
+
+# Optional subcommands; a module that is absent is skipped, one that imports but fails raises.
+_SUBCOMMAND_MODULES = (
+    "proofs_checks.counterexamples",
+    "proofs_checks.measure_cli",
+    "proofs_checks.extrapolate_cli",
+    "proofs_checks.sweep_cli",
+)
 
 
 class UsageError(Exception):
@@ -233,12 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the numbers as JSON")
     r.set_defaults(func=cmd_rollout)
 
-    try:
-        from proofs_checks.counterexamples import add_parser as add_cx
-    except ModuleNotFoundError:
-        pass
-    else:
-        add_cx(sub)
+    for name in _SUBCOMMAND_MODULES:  # each provides add_parser(subparsers)
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        mod.add_parser(sub)
     return p
 
 
