@@ -39,6 +39,7 @@ _CLAIM_MODULES = (
     "proofs_checks.position_bias",
     "proofs_checks.extrapolation",
     "proofs_checks.relaxations",
+    "proofs_checks.models_claims",
 )
 
 

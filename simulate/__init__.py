@@ -6,9 +6,19 @@ Public names are re-exported from the topical modules:
   ``alibi_slopes``, ``is_stochastically_monotone``, ``monotonicity_deficit``;
 * :mod:`simulate.rollout` — ``influence``, ``rollout_matrix``, ``diagonal``, ``constant``,
   ``power_decay``, ``total_mixing``, ``rollout_summary``;
-* :mod:`simulate.measured` — ``models``, ``config``, ``profile`` (five ALiBi LLMs, n = 256).
+* :mod:`simulate.measured` — ``models``, ``config``, ``profile`` (five ALiBi LLMs, n = 256);
+* :mod:`simulate.compare` — ``w1``, ``w1_normalised``, ``spearman``, ``mean_position``,
+  ``profile_shape``;
+* :mod:`simulate.orthogonal` — step laws (Haar, SO(2) blocks, Householder), ``haar``,
+  ``mean_operator_norm``;
+* :mod:`simulate.transport` — route products, scores, masses, mixing windows, value-side
+  transport and the stylized single-layer attention of [B].
+
+Sub-modules are imported on first use of ``simulate.<name>``; ``simulate.models`` needs torch.
 """
 
+from simulate import compare, measured, orthogonal, transport
+from simulate.compare import mean_position, profile_shape, spearman, w1, w1_normalised
 from simulate.kernels import (
     Kernel,
     alibi_kernel,
@@ -32,15 +42,24 @@ __all__ = [
     "Kernel",
     "alibi_kernel",
     "alibi_slopes",
+    "compare",
     "constant",
     "dense_kernel",
     "diagonal",
     "influence",
     "is_stochastically_monotone",
+    "mean_position",
+    "measured",
     "monotonicity_deficit",
+    "orthogonal",
     "power_decay",
+    "profile_shape",
     "rollout_matrix",
     "rollout_summary",
+    "spearman",
     "total_mixing",
+    "transport",
     "uniform_kernel",
+    "w1",
+    "w1_normalised",
 ]
