@@ -1,0 +1,41 @@
+"""Claims AT1–AT19 of [B], "Why Do Accumulated Transformations Extrapolate?".
+
+Importing this module registers one check per claim (see /work/shared/CLAIMS.md for the table)
+and attaches the AT relaxations of :mod:`proofs_checks.relaxations_at`. The checks live in
+topical modules, each pairing :mod:`theory.transport` (exact side) with :mod:`simulate`
+(numeric side):
+
+=====================================  =====================================================
+module                                 claims
+=====================================  =====================================================
+``extrapolation_mixing``               AT1 characteristic decay, AT2 product means, AT3 Haar
+                                       mean, AT4 Householder steps
+``extrapolation_windows``              AT5 L-free window, AT6 per-block windows (d_h = 96)
+``extrapolation_scores``               AT7 Lévy, AT8 Hoeffding, AT9 score gap, AT10 far-mass
+                                       lower bound, AT11 logit bound
+``extrapolation_stylized``             AT12 near-signal decay, AT13 ALiBi far mass, AT19 the
+                                       stylized single-layer comparison
+``extrapolation_values``               AT14 value-side incoherence, AT15 M^{-1/2} scaling,
+                                       AT16 RoPE has no gap, AT17 zero-mean angles
+``extrapolation_identities``           AT18 implementation identities
+=====================================  =====================================================
+
+Shared helpers (tolerances, scheme colours, the cached stylized sweep) are in
+:mod:`proofs_checks.extrapolation_common`. All nineteen quick checks together take about 20–30 s
+on one core; the stylized sweep they share (AT12, AT13, AT19) is most of it.
+"""
+
+from __future__ import annotations
+
+# importing registers the checks and attaches the AT relaxations
+from proofs_checks import (  # noqa: F401
+    extrapolation_identities,
+    extrapolation_mixing,
+    extrapolation_scores,
+    extrapolation_stylized,
+    extrapolation_values,
+    extrapolation_windows,
+    relaxations_at,
+)
+
+__all__: list[str] = []
