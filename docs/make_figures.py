@@ -23,7 +23,7 @@ WANTED = {
     "real_models.png": ("PB14", "PB14_real_models.png"),
     "dichotomy.png": ("PB6", "PB6_dichotomy.png"),
     "regimes.png": ("PB11", "PB11_regime_map.png"),
-    "far_mass.png": ("AT19", None),
+    "far_mass.png": ("AT19", "AT19_stylized.png"),
     "extrapolation.png": ("AT20", None),
 }
 
