@@ -1,0 +1,288 @@
+"""``posflow measure MODEL``: measure a causal LM and compare [A]'s predictions with it (PB15).
+
+torch (and, for Hugging Face checkpoints, transformers) are imported only when the command
+runs, so ``posflow`` works without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "cmd_measure", "load_model", "run_measure"]
+
+NEEDS_TORCH = (
+    "posflow measure needs torch: pip install torch==2.13.0 'transformers>=4.40' "
+    "(or pip install 'posflow[torch]')"
+)
+HF_FAMILIES = ("gpt2", "bloom", "falcon", "mpt", "llama")
+
+CONVENTIONS = """\
+MODEL is a posflow checkpoint (.pt, from `posflow measure --train` or simulate.models.train),
+a Hugging Face checkpoint directory (config.json; families gpt2, bloom, falcon, mpt, llama, run
+with eager attention in float32), or omitted with --train (train the default small ALiBi LM on
+the Python standard library, cached in $XDG_CACHE_HOME/posflow or ~/.cache/posflow).
+
+Measured on N held-out sequences of n tokens (bytes for posflow models and for Hugging Face
+checkpoints without a tokenizer):
+  lambda_t   per token ||a_t|| / (||x_t|| + ||a_t||), x_t = input of decoder block t, a_t =
+             attention output after its output projection, before the residual add; mean over
+             positions, then mean (and std, ddof 0) over sequences.
+  kernels    dataset-mean attention probabilities per layer and head; A_t = head average
+             (rows renormalised to 1).
+  content    dataset-mean raw q.k (unscaled, rotary included, no ALiBi); b = mean strictly-
+             lower entry, c = mean diagonal - b; --content-scale sqrt_d (default) divides by
+             sqrt(d_head), the model's logit units; raw keeps [A]'s released convention.
+  influence  ||d p*/d e_j||_2 over the embedding dimension, p* = probability of the argmax
+             next token at the last position, e_j = output of the input-embedding layer;
+             mean over sequences, normalised to sum 1 (profile (d)).
+Predictions (last row of P = R_{L-1}...R_0, R_t = (1-lambda_t) I + lambda_t K_t):
+  (a) attention_only    lambda = 1, K_t = measured A_t
+  (b) residual          measured lambda_t, K_t = measured A_t
+  (c) residual_content  measured lambda_t, K_t = ALiBi(slopes in logit units; 0 without
+                        ALiBi) + diagonal content c_{t,h}, head-averaged
+Distances to (d): W1 = scipy.stats.wasserstein_distance over positions / (n - 1); Spearman rho.
+"""
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def load_model(spec: str):
+    """(model, kind, tokenizer, training record) for a checkpoint file or a HF directory."""
+    path = Path(spec)
+    if path.is_file():
+        from simulate.models.train import load_checkpoint
+
+        model, record = load_checkpoint(path)
+        return model, "posflow", None, record
+    if path.is_dir() and (path / "config.json").is_file():
+        try:
+            import transformers
+        except ImportError as exc:
+            raise ValueError(
+                "reading a Hugging Face checkpoint needs transformers: pip install "
+                "'transformers>=4.40'"
+            ) from exc
+        try:
+            kind = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
+        except (json.JSONDecodeError, AttributeError) as exc:
+            raise ValueError(f"{spec!r}: config.json is not a JSON object") from exc
+        if kind not in HF_FAMILIES:
+            raise ValueError(
+                f"unsupported architecture {kind!r} in {spec!r}; supported Hugging Face "
+                f"families: {', '.join(HF_FAMILIES)}"
+            )
+        import torch
+
+        hf_log = transformers.utils.logging
+        bars, level = hf_log.is_progress_bar_enabled(), hf_log.get_verbosity()
+        hf_log.disable_progress_bar()  # keep stderr for one-line errors
+        hf_log.set_verbosity_error()
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                path, attn_implementation="eager", dtype=torch.float32
+            )
+        except (OSError, RuntimeError, ValueError, KeyError) as exc:
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(f"could not load the checkpoint {spec!r}: {msg}") from exc
+        finally:
+            if bars:
+                hf_log.enable_progress_bar()
+            hf_log.set_verbosity(level)
+        tok = None
+        if any(
+            (path / f).is_file()
+            for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+        ):
+            tok = transformers.AutoTokenizer.from_pretrained(path)
+        return model.eval(), kind, tok, {}
+    raise ValueError(
+        f"MODEL must be a posflow checkpoint file or a Hugging Face checkpoint directory with "
+        f"config.json; got {spec!r}"
+    )
+
+
+def _sequences(args, model, tokenizer, record):
+    from simulate.models.corpus import load_corpus, windows
+
+    cfg = record.get("config", {})
+    max_bytes = args.max_bytes or cfg.get("max_bytes", 4_000_000)
+    corpus = load_corpus(args.corpus or None, max_bytes=max_bytes, seed=cfg.get("seed", 0))
+    data = corpus.data
+    if not args.corpus and cfg:  # the held-out part of the model's own training corpus
+        data = corpus.split(cfg.get("valid_fraction", 0.05))[1]
+    if tokenizer is not None:
+        text = bytes(data[: 16 * args.n * args.num_seqs]).decode("utf-8", errors="replace")
+        tokens = tokenizer(text)["input_ids"]
+    else:
+        vocab = model.tok_emb if hasattr(model, "tok_emb") else model.get_input_embeddings()
+        if vocab.num_embeddings < 256:
+            raise ValueError(
+                f"the model has no tokenizer and a vocabulary of {vocab.num_embeddings} < 256, "
+                "so byte tokens do not fit"
+            )
+        tokens = data
+    return windows(tokens, args.n, args.num_seqs, seed=args.seed), corpus.description
+
+
+def run_measure(model, input_ids, *, content_scale="sqrt_d", batch_size=None, progress=False):
+    """Measure, predict and compare; returns a JSON-ready dict (profiles, distances, λ_t)."""
+    from simulate.models.measure import measure
+    from simulate.models.predict import compare_profiles, predict_profiles
+
+    m = measure(model, input_ids, batch_size=batch_size, progress=progress)
+    profiles = predict_profiles(m, content_scale=content_scale)
+    comparison = compare_profiles(profiles, m.influence)
+    _, c = m.content(content_scale)
+    return {
+        "architecture": m.architecture,
+        "n": m.n,
+        "num_sequences": m.num_sequences,
+        "num_layers": m.num_layers,
+        "num_heads": m.num_heads,
+        "d_head": m.d_head,
+        "lambdas": m.lambdas.tolist(),
+        "lambdas_std": m.lambdas_std.tolist(),
+        "slopes": None if m.slopes is None else m.slopes.tolist(),
+        "content_scale": content_scale,
+        "content_c": c.tolist(),
+        "comparison": comparison,
+        "profiles": {
+            **{k: v.tolist() for k, v in profiles.items()},
+            "measured": m.influence.tolist(),
+        },
+    }
+
+
+def _print(out, name):
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    lam = ", ".join(f"{x:.3f}" for x in out["lambdas"])
+    con.print(
+        f"{name}: {out['architecture']}, L = {out['num_layers']}, H = {out['num_heads']}, "
+        f"n = {out['n']}, N = {out['num_sequences']}"
+    )
+    con.print(f"  lambda_t = [{lam}]  (sum {sum(out['lambdas']):.3f})")
+    t = Table(title="predicted vs measured influence (d)")
+    for col in ("profile", "W1/(n-1)", "Spearman", "mean position", "shape"):
+        t.add_column(col)
+    for k, v in out["comparison"].items():
+        t.add_row(
+            k, f"{v['w1']:.4f}", f"{v['spearman']:.3f}", f"{v['mean_position']:.1f}", v["shape"]
+        )
+    con.print(t)
+    if "plot" in out:
+        con.print(f"  plot written to {out['plot']}")
+
+
+def cmd_measure(args) -> int:
+    if not _torch_available():
+        print(NEEDS_TORCH, file=sys.stderr)
+        return 2
+    if (args.model is None) == (not args.train):
+        raise ValueError("give either MODEL (a checkpoint) or --train, not both or neither")
+    if args.n < 2:
+        raise ValueError(f"--n must be at least 2; got {args.n}")
+    if args.num_seqs < 1:
+        raise ValueError(f"--num-seqs must be at least 1; got {args.num_seqs}")
+    if args.train:
+        from simulate.models.train import cached_model
+
+        model, record, path = cached_model(args.preset, progress=not args.json)
+        tok, short = None, f"posflow {args.preset} ALiBi LM"
+        name = f"{short} ({path})"
+    else:
+        model, kind, tok, record = load_model(args.model)
+        name, short = args.model, f"{Path(args.model).name} ({kind})"
+    if args.device != "cpu":
+        import torch
+
+        try:
+            model = model.to(torch.device(args.device))
+        except (RuntimeError, AssertionError) as exc:
+            raise ValueError(f"--device {args.device!r} is not available: {exc}") from exc
+    ids, corpus = _sequences(args, model, tok, record)
+    out = run_measure(
+        model,
+        ids,
+        content_scale=args.content_scale,
+        batch_size=args.batch_size,
+        progress=not args.json,
+    )
+    out.update(model=name, corpus=corpus)
+    if args.plot:
+        from proofs_checks.figures import plot_profiles
+
+        title = f"{short}, n = {out['n']}, N = {out['num_sequences']}, L = {out['num_layers']}"
+        order = ("attention_only", "residual", "residual_content", "measured")
+        out["plot"] = str(
+            plot_profiles({k: out["profiles"][k] for k in order}, title, args.plot, logy=True)
+        )
+    if args.json:
+        from proofs_checks.report import jsonable
+
+        print(json.dumps(jsonable(out)))
+    else:
+        _print(out, name)
+    return 0
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``posflow measure`` on the CLI's subparsers."""
+    p = subparsers.add_parser(
+        "measure",
+        help="measure λ_t, kernels, content and influence of a causal LM; compare predictions",
+        description="Measure a causal LM and compare [A]'s rollout predictions with its "
+        "gradient influence (claim PB15).",
+        epilog=CONVENTIONS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help="posflow checkpoint file or Hugging Face checkpoint directory",
+    )
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="train (once, cached) the default small ALiBi model and measure it",
+    )
+    p.add_argument(
+        "--preset",
+        default="default",
+        choices=("default", "quick", "tiny"),
+        help="which small model --train trains (default: default)",
+    )
+    p.add_argument("--n", type=int, default=256, help="tokens per sequence (default 256)")
+    p.add_argument("--num-seqs", type=int, default=32, help="number of sequences N (default 32)")
+    p.add_argument(
+        "--corpus",
+        nargs="+",
+        metavar="PATH",
+        help="text files or folders (default: the Python standard library)",
+    )
+    p.add_argument("--max-bytes", type=int, help="read at most this many corpus bytes")
+    p.add_argument("--seed", type=int, default=0, help="which sequences are drawn (default 0)")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
+    p.add_argument("--batch-size", type=int, help="sequences per forward pass (default: auto)")
+    p.add_argument(
+        "--content-scale",
+        choices=("sqrt_d", "raw"),
+        default="sqrt_d",
+        help="content in logit units (sqrt_d) or raw q.k as in [A]'s configs",
+    )
+    p.add_argument("--plot", metavar="PATH", help="write a PNG of the four profiles")
+    p.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    p.set_defaults(func=cmd_measure)
+    return p

@@ -1,0 +1,24 @@
+"""Causal language models, measured and trained (torch; claims PB15, PB16).
+
+* :mod:`simulate.models.measure` — forward hooks recording λ_t, dataset-mean attention and raw
+  q·k, content (b, c) and gradient influence of posflow's LM and of Hugging Face GPT-2, BLOOM,
+  Falcon, MPT and Llama causal LMs (adapters in :mod:`simulate.models._adapters`);
+* :mod:`simulate.models.predict` — rollout predictions (a) attention-only, (b) residual-aware,
+  (c) with content, and their normalised W1 / Spearman against the measured influence;
+* :mod:`simulate.models.lm` — a small decoder-only LM with pluggable position schemes
+  (``PositionScheme``, ``register_scheme``; NoPE, RoPE, ALiBi);
+* :mod:`simulate.models.train` — training on an offline byte corpus, checkpoints, a cache;
+* :mod:`simulate.models.corpus` — the corpus (the Python standard library by default; no torch).
+
+Sub-modules are imported on first use, so ``simulate.models.corpus`` works without torch.
+"""
+
+import importlib
+
+__all__ = ["corpus", "lm", "measure", "predict", "train"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        return importlib.import_module(f"simulate.models.{name}")
+    raise AttributeError(f"module 'simulate.models' has no attribute {name!r}")

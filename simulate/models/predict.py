@@ -1,0 +1,94 @@
+"""Rollout predictions from a measured model, compared with its measured influence (PB15).
+
+Three predicted last-row profiles, as in [A] §4.4, from a :class:`~simulate.models.measure.
+Measurement` of L layers:
+
+* ``attention_only`` (a) — λ_t ≡ 1 through the measured head-averaged kernels A_t
+  (Wu et al.'s attention-only rollout);
+* ``residual`` (b) — the measured λ_t through the measured kernels A_t;
+* ``residual_content`` (c) — the measured λ_t through [A]'s parametric kernels
+  ``softmax_j(c_{t,h}[i=j] − m_h (i−j))`` head-averaged, m_h the model's ALiBi slopes in logit
+  units (zero for a model without ALiBi) and c_{t,h} the content fitted from the mean q·k
+  (``content_scale="sqrt_d"``: divided by √d_head, the model's logit units; ``"raw"``: [A]'s
+  released configs).
+
+Each is compared with the measured gradient influence (d) by the normalised W1
+(``scipy.stats.wasserstein_distance`` over positions, divided by n − 1) and Spearman's ρ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simulate.compare import mean_position, profile_shape, spearman, w1_normalised
+from simulate.kernels import alibi_kernel
+from simulate.rollout import influence
+
+__all__ = ["VARIANTS", "compare_profiles", "predict_profiles"]
+
+VARIANTS = ("attention_only", "residual", "residual_content")
+CONTENT_SCALES = ("sqrt_d", "raw")
+
+
+def predict_profiles(m, *, content_scale: str = "sqrt_d") -> dict[str, np.ndarray]:
+    """Predicted influence profiles (a), (b), (c) of a measured model (claim PB15).
+
+    .. math::
+        p = e_{n-1}^\\top R_{L-1}\\cdots R_0,\\qquad R_t = (1-\\lambda_t) I + \\lambda_t K_t
+
+    with (a) λ ≡ 1, K_t = A_t; (b) measured λ_t, K_t = A_t; (c) measured λ_t, K_t the ALiBi +
+    content kernel of layer t.
+
+    Parameters
+    ----------
+    m : Measurement
+        With ``lambdas``, ``attention`` and ``qk`` recorded.
+    content_scale : {"sqrt_d", "raw"}
+
+    Returns
+    -------
+    dict
+        ``{variant: ndarray (n,)}``, each a probability vector. Cost O(L·n²) for (a), (b) and
+        O(L·n·H) for (c).
+    """
+    if content_scale not in CONTENT_SCALES:
+        raise ValueError(f"content_scale must be one of {CONTENT_SCALES}; got {content_scale!r}")
+    if m.lambdas is None:
+        raise ValueError("lambdas were not measured; call measure(..., lambdas=True)")
+    ks = m.kernels()
+    L = len(ks)
+    _, c = m.content(content_scale)  # (L, H)
+    slopes = np.zeros(m.num_heads) if m.slopes is None else np.asarray(m.slopes, dtype=float)
+    kc = [alibi_kernel(m.n, slopes, c[t]) for t in range(L)]
+    return {
+        "attention_only": influence(ks, np.ones(L)),
+        "residual": influence(ks, m.lambdas),
+        "residual_content": influence(kc, m.lambdas),
+    }
+
+
+def compare_profiles(predicted: dict, measured) -> dict[str, dict[str, float]]:
+    """Normalised W1 and Spearman ρ of each predicted profile against the measured one (PB15).
+
+    .. math:: W_1/(n-1) = \\frac{1}{n-1}\\sum_k |F_p(k) - F_{\\hat p}(k)|
+
+    Parameters
+    ----------
+    predicted : dict of name -> array_like, shape (n,)
+    measured : array_like, shape (n,)
+
+    Returns
+    -------
+    dict
+        ``{name: {"w1": float in [0, 1], "spearman": float in [-1, 1], "mean_position": float,
+        "shape": str}}``; profiles are renormalised to sum 1 first.
+    """
+    out = {}
+    for name, p in predicted.items():
+        out[name] = {
+            "w1": w1_normalised(p, measured),
+            "spearman": spearman(p, measured),
+            "mean_position": mean_position(p),
+            "shape": profile_shape(p),
+        }
+    return out

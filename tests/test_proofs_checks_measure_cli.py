@@ -1,0 +1,182 @@
+"""``posflow measure``: checkpoints, Hugging Face directories, --train, output and bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from proofs_checks import measure_cli  # noqa: E402
+from proofs_checks.cli import main  # noqa: E402
+from simulate.models.corpus import load_corpus, windows  # noqa: E402
+from simulate.models.lm import LMConfig  # noqa: E402
+from simulate.models.measure import measure  # noqa: E402
+from simulate.models.train import TrainConfig, train  # noqa: E402
+
+SMALL = ["--n", "16", "--num-seqs", "4", "--max-bytes", "20000"]
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gpt2")
+    cfg = transformers.GPT2Config(
+        n_layer=2,
+        n_head=2,
+        n_embd=32,
+        vocab_size=256,
+        n_positions=64,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").save_pretrained(
+        path
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
+    tc = TrainConfig(steps=5, batch_size=4, seq_len=16, warmup=1, max_bytes=20_000)
+    train(LMConfig(n_layer=2, n_head=2, d_model=16), tc, checkpoint=path, progress=False)
+    return path
+
+
+def run(capsys, *argv):
+    capsys.readouterr()  # drop what the fixtures printed
+    rc = main(["measure", *map(str, argv)])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_hf_directory_json_matches_a_direct_measurement(capsys, gpt2_dir):
+    rc, out, err = run(capsys, gpt2_dir, *SMALL, "--json")
+    assert rc == 0, err
+    res = json.loads(out)
+    assert res["architecture"] == "gpt2" and res["n"] == 16 and res["num_layers"] == 2
+    # without a tokenizer the checkpoint reads bytes; the same windows measured directly
+    model = transformers.AutoModelForCausalLM.from_pretrained(gpt2_dir, attn_implementation="eager")
+    ids = windows(load_corpus(max_bytes=20_000, seed=0).data, 16, 4, seed=0)
+    m = measure(model, ids)
+    np.testing.assert_allclose(res["profiles"]["measured"], m.influence, rtol=1e-6)
+    np.testing.assert_allclose(res["lambdas"], m.lambdas, rtol=1e-6)
+    for k in ("attention_only", "residual", "residual_content", "measured"):
+        assert sum(res["profiles"][k]) == pytest.approx(1.0, abs=1e-9)
+    for v in res["comparison"].values():
+        assert 0 <= v["w1"] <= 1 and -1 <= v["spearman"] <= 1
+
+
+def test_posflow_checkpoint_table_and_plot(capsys, checkpoint, tmp_path):
+    png = tmp_path / "fig" / "profiles.png"
+    rc, out, err = run(capsys, checkpoint, *SMALL, "--plot", png, "--content-scale", "raw")
+    assert rc == 0, err
+    assert "lambda_t = [" in out and "residual_content" in out and "W1/(n-1)" in out
+    assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_train_flag_trains_the_tiny_preset_once(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    rc, out, err = run(capsys, "--train", "--preset", "tiny", *SMALL, "--json")
+    assert rc == 0, err
+    res = json.loads(out)
+    assert res["architecture"] == "posflow" and len(res["lambdas"]) == 2
+    assert res["slopes"] == pytest.approx([2**-4, 2**-8])
+    assert list((tmp_path / "posflow").glob("tiny-*.pt"))
+
+
+def test_help_documents_the_conventions(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["measure", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for phrase in (
+        "||a_t|| / (||x_t|| + ||a_t||)",
+        "sqrt(d_head)",
+        "argmax",
+        "attention_only",
+        "wasserstein_distance",
+        "Spearman",
+        "--train",
+    ):
+        assert phrase in text
+
+
+def one_line_error(capsys, *argv, match):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2
+    assert err.count("\n") == 1 and match in err, err
+    return err
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, gpt2_dir, checkpoint):
+    one_line_error(capsys, tmp_path / "nothing", match="MODEL must be a posflow checkpoint")
+    one_line_error(capsys, tmp_path, match="Hugging Face checkpoint directory with config.json")
+    (tmp_path / "junk.pt").write_bytes(b"junk")
+    one_line_error(capsys, tmp_path / "junk.pt", match="is not a posflow checkpoint")
+    opt = tmp_path / "opt"
+    opt.mkdir()
+    (opt / "config.json").write_text('{"model_type": "opt"}')
+    one_line_error(capsys, opt, match="unsupported architecture 'opt'")
+    one_line_error(capsys, checkpoint, "--train", match="give either MODEL")
+    one_line_error(capsys, match="give either MODEL")
+    one_line_error(capsys, checkpoint, "--n", "1", match="--n must be at least 2")
+    small = tmp_path / "small.txt"
+    small.write_text("print('hello')\n" * 3)
+    one_line_error(capsys, checkpoint, "--corpus", small, "--n", "16", match="too little text")
+    one_line_error(
+        capsys,
+        gpt2_dir,
+        "--n",
+        "100",
+        "--num-seqs",
+        "1",
+        "--max-bytes",
+        "20000",
+        match="exceeds the model's maximum sequence length 64",
+    )
+
+
+def test_hf_directory_without_tokenizer_needs_a_byte_vocabulary(capsys, tmp_path):
+    cfg = transformers.GPT2Config(
+        n_layer=1, n_head=2, n_embd=16, vocab_size=64, bos_token_id=None, eos_token_id=None
+    )
+    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(tmp_path)
+    one_line_error(capsys, tmp_path, *SMALL, match="byte tokens do not fit")
+
+
+def test_without_torch_the_command_says_how_to_install_it(capsys, monkeypatch):
+    monkeypatch.setattr(measure_cli, "_torch_available", lambda: False)
+    err = one_line_error(capsys, "--train", match="posflow measure needs torch")
+    assert "pip install torch==2.13.0" in err
+
+
+def test_hf_directory_with_a_tokenizer_tokenizes_the_corpus(capsys, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    trainer = tokenizers.trainers.WordLevelTrainer(vocab_size=200, special_tokens=["[UNK]"])
+    text = load_corpus(max_bytes=20_000, seed=0).data.tobytes().decode("utf-8", "replace")
+    tok.train_from_iterator(text.splitlines(), trainer)
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    fast.save_pretrained(tmp_path)
+    cfg = transformers.GPT2Config(
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        vocab_size=200,
+        n_positions=64,
+        bos_token_id=None,
+        eos_token_id=None,
+    )
+    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(tmp_path)
+    rc, out, err = run(capsys, tmp_path, *SMALL, "--json")
+    assert rc == 0, err
+    res = json.loads(out)
+    # the same windows of the tokenizer's ids, measured directly
+    ids = fast(text[: 16 * 16 * 4])["input_ids"]
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="eager")
+    m = measure(model, windows(ids, 16, 4, seed=0))
+    np.testing.assert_allclose(res["profiles"]["measured"], m.influence, rtol=1e-6)

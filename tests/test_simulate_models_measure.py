@@ -1,0 +1,394 @@
+"""simulate.models.measure: hooks on GPT-2, BLOOM, Falcon, MPT, Llama and posflow's LM.
+
+Every adapter is checked on a tiny randomly initialised float64 model built from a config (no
+download) against a hand computation: block inputs from ``output_hidden_states``, then the
+attention of every layer written out (head split, causal softmax of q·kᵀ/√d + ALiBi or rotary,
+output projection), giving λ_t, mean probabilities and mean raw q·k independently of the hooks.
+"""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from simulate.kernels import alibi_slopes  # noqa: E402
+from simulate.models import measure as M  # noqa: E402
+from simulate.models.lm import LM, LMConfig  # noqa: E402
+
+V, N, n = 64, 3, 10
+
+
+def _randomise(model, seed, std=0.3):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g, dtype=p.dtype) * std)
+    return model
+
+
+def build(kind, seed=0):
+    T = transformers
+    cfgs = {
+        "gpt2": T.GPT2Config(
+            n_layer=2,
+            n_head=2,
+            n_embd=32,
+            vocab_size=V,
+            n_positions=32,
+            bos_token_id=None,
+            eos_token_id=None,
+        ),
+        "bloom": T.BloomConfig(n_layer=2, n_head=2, hidden_size=32, vocab_size=V),
+        "falcon_alibi": T.FalconConfig(
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            hidden_size=32,
+            vocab_size=V,
+            alibi=True,
+            multi_query=False,
+            parallel_attn=False,
+            bias=True,
+        ),
+        "falcon_rotary": T.FalconConfig(
+            num_hidden_layers=2, num_attention_heads=4, hidden_size=32, vocab_size=V
+        ),
+        "mpt": T.MptConfig(n_layers=2, n_heads=2, d_model=32, vocab_size=V, max_seq_len=32),
+        "llama": T.LlamaConfig(
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            hidden_size=32,
+            intermediate_size=48,
+            vocab_size=V,
+            max_position_embeddings=32,
+        ),
+    }
+    torch.manual_seed(seed)
+    if kind == "posflow":
+        model = LM(LMConfig(vocab_size=V, n_layer=2, n_head=2, d_model=32), seed=seed)
+    else:
+        model = T.AutoModelForCausalLM.from_config(cfgs[kind], attn_implementation="eager")
+    return _randomise(model.double().eval(), seed)
+
+
+KINDS = ("gpt2", "bloom", "falcon_alibi", "falcon_rotary", "mpt", "llama", "posflow")
+# BLOOM, MPT and Llama take the softmax in float32 even in a float64 model, and rotary
+# models build cos/sin in float32: their results agree to float32 accuracy only
+TOL = {k: 1e-6 if k in ("bloom", "mpt", "llama") else 1e-12 for k in KINDS}
+TOL["falcon_rotary"] = 1e-7
+QK_TOL = {k: 1e-6 if k in ("falcon_rotary", "llama") else 1e-10 for k in KINDS}
+
+
+def _ids(seed=1, count=N, length=n):
+    return torch.from_numpy(np.random.default_rng(seed).integers(0, V, size=(count, length)))
+
+
+# ------------------------------------------------------------------------------------------
+# the hand computation
+
+
+def _split(t, H, d):  # (B, n, H·d) -> (B, H, n, d)
+    return t.reshape(t.shape[0], t.shape[1], H, d).permute(0, 2, 1, 3)
+
+
+def _rope(t, theta=10000.0):  # rotate-half convention, positions 0..n-1
+    d = t.shape[-1]
+    inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    ang = torch.arange(t.shape[-2], dtype=torch.float64)[:, None] * inv
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+    half = torch.cat([-t[..., d // 2 :], t[..., : d // 2]], -1)
+    return t * cos + half * sin
+
+
+def _attend(q, k, v, bias):  # q (B,H,n,d), k, v (B,H,n,d); bias (H, n, n) in logit units
+    B, H, L, d = q.shape
+    raw = q @ k.transpose(-1, -2)
+    logits = raw / math.sqrt(d) + bias
+    logits = logits.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), -math.inf)
+    p = torch.softmax(logits, -1)
+    return (p @ v).permute(0, 2, 1, 3).reshape(B, L, H * d), p, raw
+
+
+def _alibi(m, L):
+    i = torch.arange(L, dtype=torch.float64)
+    return -torch.as_tensor(m, dtype=torch.float64)[:, None, None] * (i[:, None] - i)
+
+
+def hand_layer(kind, model, blk, x):
+    """(a_t, probs (B,H,n,n), raw q·k (B,H,n,n)) of one block, written out."""
+    L = x.shape[1]
+    if kind == "gpt2":
+        at = blk.attn
+        q, k, v = at.c_attn(blk.ln_1(x)).split(32, -1)
+        H = 2
+        y, p, raw = _attend(*(_split(t, H, 16) for t in (q, k, v)), 0.0)
+        return at.c_proj(y), p, raw
+    if kind in ("bloom", "falcon_alibi"):
+        at = blk.self_attention
+        fused = at.query_key_value(blk.input_layernorm(x)).reshape(x.shape[0], L, 2, 3, 16)
+        q, k, v = (fused[..., j, :].permute(0, 2, 1, 3) for j in range(3))
+        m = alibi_slopes(2) * (1.0 if kind == "bloom" else 1 / 4)  # Falcon: alibi/√d
+        y, p, raw = _attend(q, k, v, _alibi(m, L))
+        return at.dense(y), p, raw
+    if kind == "falcon_rotary":  # multi-query: H query heads, one shared key and value head
+        at = blk.self_attention
+        fused = at.query_key_value(blk.input_layernorm(x)).reshape(x.shape[0], L, 4 + 2, 8)
+        q = fused[:, :, :4].permute(0, 2, 1, 3)
+        k = fused[:, :, 4:5].permute(0, 2, 1, 3).expand(-1, 4, -1, -1)
+        v = fused[:, :, 5:6].permute(0, 2, 1, 3).expand(-1, 4, -1, -1)
+        y, p, raw = _attend(_rope(q), _rope(k), v, 0.0)
+        return at.dense(y), p, raw
+    if kind == "mpt":
+        at = blk.attn
+        q, k, v = at.Wqkv(blk.norm_1(x)).chunk(3, -1)
+        y, p, raw = _attend(*(_split(t, 2, 16) for t in (q, k, v)), _alibi(alibi_slopes(2), L))
+        return at.out_proj(y), p, raw
+    if kind == "llama":  # 4 query heads, 2 key/value heads (head h uses kv head h // 2)
+        at = blk.self_attn
+        h = blk.input_layernorm(x)
+        q = _split(at.q_proj(h), 4, 8)
+        k = _split(at.k_proj(h), 2, 8).repeat_interleave(2, dim=1)
+        v = _split(at.v_proj(h), 2, 8).repeat_interleave(2, dim=1)
+        y, p, raw = _attend(_rope(q), _rope(k), v, 0.0)
+        return at.o_proj(y), p, raw
+    if kind == "posflow":
+        at = blk.attn
+        q, k, v = at.qkv_proj(blk.ln1(x)).split(32, -1)
+        qs, ks, vs = (_split(t, 2, 16) for t in (q, k, v))
+        y, p, raw = _attend(qs, ks, vs, _alibi(alibi_slopes(2), L))
+        return at.out_proj(y), p, raw
+    raise AssertionError(kind)
+
+
+def hand(kind, model, ids):
+    """λ_t per sequence (N, L), mean probabilities and mean raw q·k, (L, H, n, n)."""
+    with torch.no_grad():
+        if kind == "posflow":
+            xs, x = [], model.tok_emb(ids)
+            for blk in model.blocks:
+                xs.append(x)
+                x = blk(x)
+            blocks = list(model.blocks)
+        else:
+            adapter = M.adapter_for(model)
+            fixes = adapter.prepare(model)  # Falcon + ALiBi: the sdpa semantics (tested below)
+            xs = model(input_ids=ids, output_hidden_states=True).hidden_states
+            for h in fixes:
+                h.remove()
+            blocks = adapter.blocks(model)
+        lam, P, S = [], [], []
+        for t, blk in enumerate(blocks):
+            a, p, raw = hand_layer(kind, model, blk, xs[t])
+            na, nx = a.norm(dim=-1), xs[t].norm(dim=-1)
+            lam.append((na / (na + nx)).mean(dim=1))
+            P.append(p.mean(0))
+            S.append(raw.mean(0))
+    return torch.stack(lam, 1).numpy(), torch.stack(P).numpy(), torch.stack(S).numpy()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_adapter_matches_the_hand_computation(kind):
+    model = build(kind)
+    ids = _ids()
+    m = M.measure(model, ids, batch_size=2, chunk=4)
+    lam_seq, P, S = hand(kind, model, ids)
+    tol = TOL[kind]
+    # λ_t: per sequence, then mean and std (ddof 0) over sequences
+    np.testing.assert_allclose(m.lambda_per_sequence, lam_seq, rtol=0, atol=tol)
+    np.testing.assert_allclose(m.lambdas, lam_seq.mean(0), rtol=0, atol=tol)
+    np.testing.assert_allclose(m.lambdas_std, lam_seq.std(0), rtol=0, atol=tol)
+    assert ((m.lambdas > 0) & (m.lambdas < 1)).all()
+    np.testing.assert_allclose(m.attention, P, rtol=0, atol=tol)
+    np.testing.assert_allclose(m.qk, S, rtol=QK_TOL[kind], atol=QK_TOL[kind])
+    # the probabilities are causal and row-stochastic
+    assert np.abs(np.triu(m.attention, 1)).max() == 0.0
+    np.testing.assert_allclose(m.attention.sum(-1), 1.0, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_probabilities_are_the_softmax_of_qk_and_the_reported_slopes(kind):
+    """With one sequence the means are the values: softmax(qk/√d − m(i−j)) must be A."""
+    model = build(kind, seed=3)
+    m = M.measure(model, _ids(seed=4, count=1), influence=False)
+    slopes = np.zeros(m.num_heads) if m.slopes is None else m.slopes
+    logits = m.qk / math.sqrt(m.d_head) + _alibi(slopes, n).numpy()[None]
+    logits = np.where(np.triu(np.ones((n, n), bool), 1), -np.inf, logits)
+    A = np.exp(logits - logits.max(-1, keepdims=True))
+    np.testing.assert_allclose(m.attention, A / A.sum(-1, keepdims=True), atol=TOL[kind])
+
+
+def test_falcon_alibi_is_measured_as_the_model_computes_it_with_sdpa():
+    eager = build("falcon_alibi", seed=15)
+    sdpa = (
+        transformers.AutoModelForCausalLM.from_config(
+            copy.deepcopy(eager.config), attn_implementation="sdpa"
+        )
+        .double()
+        .eval()
+    )
+    sdpa.load_state_dict(eager.state_dict())
+    ids = _ids(seed=16)
+    adapter = M.adapter_for(eager)
+    with torch.no_grad():
+        ref = sdpa(input_ids=ids).logits
+        raw = eager(input_ids=ids).logits  # the eager path adds ALiBi twice
+        handles = adapter.prepare(eager)
+        fixed = eager(input_ids=ids).logits
+    for h in handles:
+        h.remove()
+    assert (raw - ref).abs().max().item() > 1e-6
+    np.testing.assert_allclose(fixed.numpy(), ref.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "falcon_alibi", "posflow"])  # float64 softmaxes
+def test_gradient_influence_matches_central_differences(kind):
+    model = build(kind, seed=5)
+    ids = _ids(seed=6, count=2, length=6)
+    got = M.gradient_influence(model, ids)
+    emb = M._embeddings(model)
+
+    def p_top(e):  # e: (K, n, D), K perturbed copies in one batch
+        with torch.no_grad():
+            out = model(embeds=e) if kind == "posflow" else model(inputs_embeds=e).logits
+            return torch.softmax(out[:, -1], -1).max(-1).values.numpy()
+
+    ref, h = np.zeros(6), 1e-6
+    fixes = [] if kind == "posflow" else M.adapter_for(model).prepare(model)
+    for s in range(2):
+        e0 = emb(ids[s : s + 1]).detach()[0]  # (n, D)
+        L, D = e0.shape
+        step = h * torch.eye(L * D, dtype=e0.dtype).reshape(L * D, L, D)
+        g = (p_top(e0 + step) - p_top(e0 - step)) / (2 * h)  # central differences, (n·D,)
+        ref += np.linalg.norm(g.reshape(L, D), axis=1) / 2
+    for f in fixes:
+        f.remove()
+    np.testing.assert_allclose(got.sum(), 1.0, atol=1e-14)
+    np.testing.assert_allclose(got, ref / ref.sum(), rtol=1e-6)
+
+
+def test_batches_and_chunks_do_not_change_the_result():
+    model = build("gpt2", seed=7)
+    ids = _ids(seed=8, count=5)
+    a = M.measure(model, ids, batch_size=1, chunk=3)
+    b = M.measure(model, ids, batch_size=5, chunk=256)
+    for f in ("lambdas", "lambdas_std", "attention", "qk", "influence"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-10, atol=1e-13)
+
+
+def test_single_quantity_helpers_and_flags():
+    model = build("posflow", seed=9)
+    ids = _ids(seed=10)
+    full = M.measure(model, ids)
+    lam, std = M.mixing_coefficients(model, ids)
+    np.testing.assert_allclose(lam, full.lambdas, atol=1e-14)
+    np.testing.assert_allclose(std, full.lambdas_std, atol=1e-14)
+    np.testing.assert_allclose(M.mean_attention(model, ids), full.attention, atol=1e-14)
+    np.testing.assert_allclose(M.mean_qk(model, ids), full.qk, atol=1e-12)
+    np.testing.assert_allclose(M.gradient_influence(model, ids), full.influence, atol=1e-14)
+    only = M.measure(model, ids, lambdas=False, attention=False, qk=False)
+    assert only.lambdas is None and only.attention is None and only.qk is None
+    # the model is left as it was: parameters trainable again, hooks removed
+    assert all(p.requires_grad for p in model.parameters())
+    assert not any(mod._forward_hooks or mod._forward_pre_hooks for mod in model.modules())
+
+
+def test_kernels_and_content_of_a_measurement():
+    model = build("mpt", seed=11)
+    m = M.measure(model, _ids(seed=12), influence=False)
+    ks = m.kernels()
+    assert len(ks) == 2
+    np.testing.assert_allclose(ks[1].dense(), m.attention[1].mean(0), atol=1e-12)
+    b_raw, c_raw = m.content("raw")
+    b, c = m.content("sqrt_d")
+    np.testing.assert_allclose(c * math.sqrt(m.d_head), c_raw, rtol=1e-12)
+    np.testing.assert_allclose(b * math.sqrt(m.d_head), b_raw, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# content and kernels from arrays
+
+
+def test_content_scores_recover_a_synthetic_background_and_diagonal():
+    rng = np.random.default_rng(13)
+    L, H, k, sigma = 3, 4, 40, 0.5
+    b_true, c_true = rng.normal(0, 5, (L, H)), rng.normal(0, 5, (L, H))
+    S = b_true[..., None, None] + c_true[..., None, None] * np.eye(k)
+    S = S + rng.normal(0, sigma, (L, H, k, k))
+    b, c = M.content_scores(S)
+    # standard errors: b averages k(k-1)/2 entries, the diagonal mean k entries; 4 SE
+    se_b, se_c = sigma / math.sqrt(k * (k - 1) / 2), sigma * math.sqrt(1 / k + 2 / (k * (k - 1)))
+    assert np.abs(b - b_true).max() < 4 * se_b
+    assert np.abs(c - c_true).max() < 4 * se_c
+    b2, c2 = M.content_scores(S, d_head=16)
+    np.testing.assert_allclose((b2, c2), (b / 4, c / 4), rtol=1e-12)
+
+
+def test_measured_kernels_clean_float32_rows_and_reject_the_rest():
+    rng = np.random.default_rng(14)
+    A = np.tril(rng.uniform(size=(2, 3, 6, 6)))
+    A /= A.sum(-1, keepdims=True)
+    noisy = A * (1 + 1e-7 * rng.standard_normal(A.shape))
+    ks = M.measured_kernels(noisy)
+    np.testing.assert_allclose(ks[0].dense(), A[0].mean(0), atol=1e-6)
+    np.testing.assert_allclose(ks[0].dense().sum(1), 1.0, atol=1e-14)
+    bad = A.copy()
+    bad[1, :, 0, 3] = 0.1
+    with pytest.raises(ValueError, match="not causal"):
+        M.measured_kernels(bad)
+    with pytest.raises(ValueError, match="row-stochastic"):
+        M.measured_kernels(A * 1.01)
+    with pytest.raises(ValueError, match="attention must have shape"):
+        M.measured_kernels(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="qk_mean"):
+        M.content_scores(np.ones((3, 1, 1)))
+    with pytest.raises(ValueError, match="d_head"):
+        M.content_scores(np.ones((3, 3)), d_head=0)
+
+
+def test_auto_batch_size_keeps_a_125m_model_at_n_1024_to_one_sequence():
+    assert M._auto_batch(64, 12, 12, 1024, grad=True) == 1
+    assert M._auto_batch(64, 2, 2, 16, grad=True) == 64
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+
+
+def test_bad_inputs_raise_one_clear_error():
+    model = build("gpt2")
+    ids = _ids()
+    with pytest.raises(ValueError, match="shorter than n = 20"):
+        M.measure(model, ids, n=20)
+    with pytest.raises(ValueError, match="input_ids must have shape"):
+        M.measure(model, ids[0])
+    with pytest.raises(TypeError, match="input_ids must be integers"):
+        M.measure(model, ids.double())
+    with pytest.raises(ValueError, match=r"input_ids must lie in \[0, 64\)"):
+        M.measure(model, ids + 60)
+    with pytest.raises(ValueError, match="exceeds the model's maximum sequence length 32"):
+        M.measure(model, _ids(length=40))
+    with pytest.raises(ValueError, match="chunk"):
+        M.measure(model, ids, chunk=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        M.measure(model, ids, batch_size=0)
+    with pytest.raises(ValueError, match=r"unsupported architecture .*supported: posflow LM"):
+        M.measure(torch.nn.Linear(2, 2), ids)
+    with pytest.raises(TypeError, match=r"model must be a torch\.nn\.Module"):
+        M.measure("gpt2", ids)
+    opt = transformers.OPTConfig(
+        num_hidden_layers=1, hidden_size=16, num_attention_heads=2, ffn_dim=16, vocab_size=V
+    )
+    with pytest.raises(ValueError, match=r"unsupported architecture 'opt'.*gpt2, bloom, falcon"):
+        M.measure(transformers.AutoModelForCausalLM.from_config(opt), ids)
+    sdpa = transformers.AutoModelForCausalLM.from_config(
+        transformers.GPT2Config(
+            n_layer=1, n_head=2, n_embd=16, vocab_size=V, bos_token_id=None, eos_token_id=None
+        ),
+        attn_implementation="sdpa",
+    )
+    with pytest.raises(ValueError, match="attn_implementation='eager'"):
+        M.measure(sdpa, ids)
