@@ -2,6 +2,11 @@
 
 import os
 
+# Two pytest-xdist workers on two cores: keep BLAS/OpenMP/torch to one thread each so the
+# workers do not oversubscribe the machine (set before numpy or torch is imported).
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
