@@ -8,6 +8,12 @@ apply them to a row vector without forming the matrix:
 * ``K.dense()`` — the matrix, shape (n, n) (refused when it would not fit in memory);
 * ``K.apply_left(p)`` — the row vector ``p A`` (``p`` of shape (n,) or a batch (k, n));
 * ``K.diagonal()`` — ``diag(A)``, shape (n,).
+
+Constructors take ``backend=`` (``"numpy"`` by default, ``"torch"``, ``"cupy"``,
+``"array_api_strict"``; inferred from array arguments when None) and ``device=``. A kernel on
+another backend keeps its tables on that device, and ``dense``, ``diagonal``, ``apply_left`` and
+the rollouts of :mod:`simulate.rollout` return that backend's arrays (generic code in
+``simulate._kernels_xp``: chunked scans instead of the numba recurrence of the NumPy backend).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from simulate import _kernels_xp as _kxp
+from simulate._monotone import is_stochastically_monotone, monotonicity_deficit
 from simulate._validate import as_vector, ensure_fits
 
 __all__ = [
@@ -39,6 +47,18 @@ class Kernel:
     """Base class of causal attention kernels (see the module docstring for the interface)."""
 
     n: int
+    backend: str = "numpy"
+    device = None
+    _dev: dict | None = None  # tables on the device (backends other than NumPy)
+
+    def _place(self, backend, device, *arrays) -> None:
+        """Set ``backend``/``device``; None infers them from the array arguments."""
+        from simulate.backend import resolve_backend
+
+        self.backend, self.device = resolve_backend(backend, device, *arrays)
+
+    def _dev_copy(self, name: str):
+        return _kxp.namespace_of(self).asarray(self._dev[name], copy=True)
 
     def dense(self) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -51,6 +71,8 @@ class Kernel:
 
     def _residual_step(self, p: np.ndarray, lam: float) -> np.ndarray:
         """``(1 - lam) p + lam p A`` for validated rows ``p`` of shape (k, n)."""
+        if self._dev is not None:
+            return _kxp.residual_step(self, p, lam)
         if lam == 0.0:
             return p.copy()
         return (1.0 - lam) * p + lam * self._apply_left(p)
@@ -64,8 +86,11 @@ class Kernel:
 
         Returns
         -------
-        q : ndarray, same shape as ``p``; ``q[..., j] = sum_i p[..., i] A[i, j]``.
+        q : array of the kernel's backend, same shape as ``p``;
+            ``q[..., j] = sum_i p[..., i] A[i, j]``.
         """
+        if self._dev is not None:
+            return _kxp.apply_left(self, p)
         arr = np.asarray(p, dtype=np.float64)
         if arr.ndim not in (1, 2) or arr.shape[-1] != self.n:
             raise ValueError(f"p must have shape (n,) or (k, n) with n={self.n}; got {arr.shape}")
@@ -93,15 +118,22 @@ def _check_n(n) -> int:
 class UniformKernel(Kernel):
     """Uniform causal attention ``A[i, j] = 1/(i+1)`` for ``j <= i`` (no positional encoding)."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, backend=None, device=None):
         self.n = _check_n(n)
+        self._place(backend, device)
+        if self.backend != "numpy":
+            self._dev = _kxp.uniform_tables(self)
 
     def dense(self) -> np.ndarray:
         ensure_fits((self.n, self.n), "dense()")
+        if self._dev is not None:
+            return _kxp.uniform_dense(self)
         i = np.arange(self.n)
         return np.tril(np.ones((self.n, self.n))) / (i[:, None] + 1.0)
 
     def diagonal(self) -> np.ndarray:
+        if self._dev is not None:
+            return self._dev_copy("diag")
         return 1.0 / np.arange(1, self.n + 1, dtype=np.float64)
 
     def _apply_left(self, p: np.ndarray) -> np.ndarray:
@@ -110,20 +142,22 @@ class UniformKernel(Kernel):
         return np.cumsum(w[:, ::-1], axis=1)[:, ::-1]
 
 
-def uniform_kernel(n: int) -> UniformKernel:
+def uniform_kernel(n: int, *, backend=None, device=None) -> UniformKernel:
     """Uniform causal kernel ``A[i, j] = 1/(i+1)``, ``j <= i`` (claims PB9, PB12).
 
     Parameters
     ----------
     n : int
         Number of tokens, ``n >= 1``.
+    backend, device : str, optional
+        Array backend (``"numpy"`` default, ``"torch"``, ``"cupy"``) and its device.
 
     Returns
     -------
     UniformKernel
         ``apply_left`` costs O(n) (a reversed cumulative sum).
     """
-    return UniformKernel(n)
+    return UniformKernel(n, backend, device)
 
 
 # --------------------------------------------------------------------------------------------
@@ -194,8 +228,10 @@ class AlibiKernel(Kernel):
     beyond ``45 / min(m)`` are stationary and share one table row.
     """
 
-    def __init__(self, n, slopes, content=0.0, head_weights=None):
+    def __init__(self, n, slopes, content=0.0, head_weights=None, backend=None, device=None):
         self.n = _check_n(n)
+        self._place(backend, device, slopes, content, head_weights)
+        slopes, content, head_weights = map(_kxp.host, (slopes, content, head_weights))
         m = as_vector(slopes, "slopes")
         c = as_vector(content, "content")
         if m.size != c.size and 1 not in (m.size, c.size):
@@ -219,6 +255,8 @@ class AlibiKernel(Kernel):
         self._pos = np.flatnonzero(pos)
         self._neg = np.flatnonzero(~pos)
         self._build_tables()
+        if self.backend != "numpy":
+            self._dev = _kxp.alibi_tables(self)
 
     def _table_rows(self) -> int:
         m = self.slopes
@@ -246,6 +284,8 @@ class AlibiKernel(Kernel):
         self._hw = self.head_weights[self._pos].copy()
 
     def diagonal(self) -> np.ndarray:
+        if self._dev is not None:
+            return self._dev_copy("diag")
         return self._diag.copy()
 
     def head_dense(self, h: int) -> np.ndarray:
@@ -261,6 +301,8 @@ class AlibiKernel(Kernel):
         return np.where(d >= 0, np.exp(np.minimum(s, 0.0)), 0.0)
 
     def dense(self) -> np.ndarray:
+        if self._dev is not None:
+            return _kxp.alibi_dense(self)
         ensure_fits((self.n, self.n), "dense()", copies=3)
         A = np.zeros((self.n, self.n))
         for h in range(self.num_heads):
@@ -268,7 +310,7 @@ class AlibiKernel(Kernel):
         return A
 
     def _residual_step(self, p: np.ndarray, lam: float) -> np.ndarray:
-        if self._neg.size:
+        if self._neg.size or self._dev is not None:
             return super()._residual_step(p, lam)
         out = np.empty_like(p)
         _alibi_step_nb(p, self._diag, self._w_off, self._r, self._hw, float(lam), out)
@@ -293,7 +335,9 @@ class AlibiKernel(Kernel):
         return f"AlibiKernel(n={self.n}, heads={self.num_heads})"
 
 
-def alibi_kernel(n, slopes, content=0.0, head_weights=None) -> AlibiKernel:
+def alibi_kernel(
+    n, slopes, content=0.0, head_weights=None, *, backend=None, device=None
+) -> AlibiKernel:
     """Head-averaged ALiBi + diagonal-content causal kernel (claims PB8, PB9, PB14).
 
     .. math::
@@ -310,6 +354,11 @@ def alibi_kernel(n, slopes, content=0.0, head_weights=None) -> AlibiKernel:
         row has no effect and is therefore not a parameter.
     head_weights : array_like, shape (H,), optional
         Nonnegative head weights, normalised to sum 1; uniform ``1/H`` by default.
+    backend, device : str, optional
+        Array backend (``"numpy"`` default, ``"torch"``, ``"cupy"``) and its device; inferred
+        from array arguments when None. Off NumPy, ``apply_left`` runs a chunked scan with
+        blocks of B = ``simulate._kernels_xp.BLOCK``: O(n·H·B) over the first 45/min m rows,
+        O(n·(B + 2H)) over the stationary rows beyond.
 
     Returns
     -------
@@ -317,7 +366,7 @@ def alibi_kernel(n, slopes, content=0.0, head_weights=None) -> AlibiKernel:
         ``apply_left`` costs O(n·H) through a first-order suffix recurrence per head; memory
         O(min(n, 45/min m)·H).
     """
-    return AlibiKernel(n, slopes, content, head_weights)
+    return AlibiKernel(n, slopes, content, head_weights, backend, device)
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,7 +376,13 @@ def alibi_kernel(n, slopes, content=0.0, head_weights=None) -> AlibiKernel:
 class DenseKernel(Kernel):
     """A kernel given as an explicit matrix (validated on construction)."""
 
-    def __init__(self, A, causal: bool = True, atol: float = 1e-9):
+    def __init__(self, A, causal: bool = True, atol: float = 1e-9, backend=None, device=None):
+        self._place(backend, device, A)
+        if self.backend != "numpy":  # validated on the device, same rules and messages
+            self._dev = _kxp.dense_tables(self, A, causal, atol)
+            self.n, self.causal = int(self._dev["A"].shape[0]), causal
+            return
+        A = _kxp.host(A)
         try:
             M = np.array(A, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -361,16 +416,16 @@ class DenseKernel(Kernel):
         self._A = M
 
     def dense(self) -> np.ndarray:
-        return self._A.copy()
+        return self._dev_copy("A") if self._dev is not None else self._A.copy()
 
     def diagonal(self) -> np.ndarray:
-        return np.diag(self._A).copy()
+        return self._dev_copy("diag") if self._dev is not None else np.diag(self._A).copy()
 
     def _apply_left(self, p: np.ndarray) -> np.ndarray:
         return p @ self._A
 
 
-def dense_kernel(A, causal: bool = True) -> DenseKernel:
+def dense_kernel(A, causal: bool = True, *, backend=None, device=None) -> DenseKernel:
     """Wrap a measured attention matrix as a kernel (claims PB14, PB15).
 
     Parameters
@@ -380,58 +435,13 @@ def dense_kernel(A, causal: bool = True) -> DenseKernel:
         ``causal=False``, lower-triangular (entries above the diagonal at most 1e-12).
     causal : bool
         Require causality. ``False`` admits full attention, e.g. to show what breaks without it.
+    backend, device : str, optional
+        Array backend and device; None takes those of ``A`` (NumPy for array_like). Off NumPy
+        the checks run on the device.
 
     Returns
     -------
     DenseKernel
         ``apply_left`` is one BLAS matrix-vector product, O(n²).
     """
-    return DenseKernel(A, causal=causal)
-
-
-# --------------------------------------------------------------------------------------------
-# Stochastic monotonicity
-
-
-def _as_matrix(K) -> np.ndarray:
-    if isinstance(K, Kernel):
-        return K.dense()
-    M = np.asarray(K, dtype=np.float64)
-    if M.ndim != 2 or M.shape[0] != M.shape[1]:
-        raise ValueError(f"K must be a Kernel or a square matrix; got shape {M.shape}")
-    if not np.isfinite(M).all():
-        raise ValueError("K must be finite")
-    return M
-
-
-def monotonicity_deficit(K) -> float:
-    """Largest CDF deficit between ordered rows (claim PB8).
-
-    .. math::
-        \\max_{i < i'} \\max_k \\big(F_{i'}(k) - F_i(k)\\big)_+,
-        \\qquad F_i(k) = \\sum_{j\\le k} K_{ij}
-
-    Zero exactly when ``K`` is stochastically monotone (row ``i'`` first-order dominates row
-    ``i`` whenever ``i < i'``).
-
-    Parameters
-    ----------
-    K : Kernel or array_like, shape (n, n)
-
-    Returns
-    -------
-    float
-        The deficit, >= 0. Cost O(n²) time and memory (a running minimum of the CDFs).
-    """
-    F = np.cumsum(_as_matrix(K), axis=1)
-    if F.shape[0] < 2:
-        return 0.0
-    prev_min = np.minimum.accumulate(F[:-1], axis=0)  # min over rows i < i'
-    return float(max(0.0, (F[1:] - prev_min).max()))
-
-
-def is_stochastically_monotone(K, tol: float = 1e-12) -> bool:
-    """True when ``monotonicity_deficit(K) <= tol`` (claim PB8)."""
-    if not (tol >= 0):
-        raise ValueError(f"tol must be nonnegative; got {tol}")
-    return monotonicity_deficit(K) <= tol
+    return DenseKernel(A, causal=causal, backend=backend, device=device)

@@ -7,6 +7,10 @@
 The influence profile ``p`` is computed as a vector chain (T row-vector–kernel products), never as
 a matrix–matrix product: O(T·n·H) for ALiBi kernels, O(T·n) for the uniform kernel, O(T·n²) for
 dense ones. Claims PB1–PB14.
+
+Kernels built on another backend (``backend="torch"``, ``"cupy"``, … in :mod:`simulate.kernels`)
+make these functions run on that backend and device and return its arrays; all kernels of one
+rollout must share the backend and device.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from simulate import _kernels_xp as _kxp
 from simulate._validate import as_lambdas, ensure_fits
 from simulate.kernels import Kernel
 
@@ -31,7 +36,7 @@ __all__ = [
 
 def _layers(kernels, lambdas) -> tuple[list[Kernel], np.ndarray]:
     """Validate (kernels, lambdas) and return one kernel per layer and the schedule."""
-    lam = as_lambdas(lambdas)
+    lam = as_lambdas(_kxp.host(lambdas))
     T = lam.size
     if isinstance(kernels, Kernel):
         return [kernels] * T, lam
@@ -50,7 +55,27 @@ def _layers(kernels, lambdas) -> tuple[list[Kernel], np.ndarray]:
     if ks and any(k.n != ks[0].n for k in ks):
         sizes = sorted({k.n for k in ks})
         raise ValueError(f"kernels must all have the same n; got sizes {sizes}")
+    if ks and any((k.backend, str(k.device)) != (ks[0].backend, str(ks[0].device)) for k in ks):
+        places = sorted({f"{k.backend} on {k.device}" for k in ks})
+        raise ValueError(f"kernels must all share one backend and device; got {places}")
     return ks, lam
+
+
+def _unit_rows(kernels, ks, size: int, eye: bool = False):
+    """e_{n-1} (shape (1, n)) or the identity (n, n) on the kernels' backend."""
+    k0 = ks[0] if ks else (kernels if isinstance(kernels, Kernel) else None)
+    if k0 is None or k0._dev is None:
+        if eye:
+            return np.eye(size)
+        row = np.zeros((1, size))
+        row[0, -1] = 1.0
+        return row
+    xp = _kxp.namespace_of(k0)
+    if eye:
+        return xp.eye(size, dtype=xp.float64, device=k0.device)
+    row = xp.zeros((1, size), dtype=xp.float64, device=k0.device)
+    row[0, size - 1] = 1.0
+    return row
 
 
 def _chain(ks: list[Kernel], lam: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -80,18 +105,18 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
     Returns
     -------
     p : ndarray, shape (n,)
-        A probability vector; ``p[0]`` is the first token.
+        A probability vector; ``p[0]`` is the first token. An array of the kernels' backend
+        (torch, CuPy, …) when they were built on one.
 
     Cost O(T·n·H) for ALiBi kernels, O(T·n) for the uniform kernel, O(T·n²) for dense ones;
-    memory O(n·H). Raises ValueError for λ outside [0, 1] or NaN, and for len(kernels) != T.
+    memory O(n·H) (O(n·H·B) off NumPy, B the scan block). Raises ValueError for λ outside
+    [0, 1] or NaN, for len(kernels) != T, and for kernels on different backends or devices.
     """
     ks, lam = _layers(kernels, lambdas)
     size = ks[0].n if ks else (kernels.n if isinstance(kernels, Kernel) else n)
     if size is None:
         raise ValueError("n must be given when kernels is an empty sequence")
-    row = np.zeros((1, size))
-    row[0, -1] = 1.0
-    return _chain(ks, lam, row)[0]
+    return _chain(ks, lam, _unit_rows(kernels, ks, size))[0, ...]
 
 
 def rollout_matrix(kernels, lambdas, n: int | None = None) -> np.ndarray:
@@ -117,7 +142,7 @@ def rollout_matrix(kernels, lambdas, n: int | None = None) -> np.ndarray:
     if size is None:
         raise ValueError("n must be given when kernels is an empty sequence")
     ensure_fits((size, size), "rollout_matrix", copies=3)
-    return _chain(ks, lam, np.eye(size))
+    return _chain(ks, lam, _unit_rows(kernels, ks, size, eye=True))
 
 
 def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
@@ -142,11 +167,16 @@ def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
     """
     ks, lam = _layers(kernels, lambdas)
     if not ks:
+        if isinstance(kernels, Kernel) and kernels._dev is not None:
+            d = kernels.diagonal()
+            return d * 0.0 if log else d * 0.0 + 1.0
         if isinstance(kernels, Kernel):
             return np.zeros(kernels.n) if log else np.ones(kernels.n)
         raise ValueError("diagonal needs at least one layer (or a single Kernel)")
     n = ks[0].n
     shared = isinstance(kernels, Kernel)
+    if ks[0]._dev is not None:
+        return _kxp.diagonal(ks, lam, log, shared)
     dg = kernels.diagonal() if shared else None
     # Σ_t log1p(-λ_t (1 - A_t[i,i])) summed pairwise in blocks of layers (error O(log T)·eps)
     block = max(1, min(lam.size, 2**22 // n))
@@ -164,12 +194,19 @@ def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
     return out if log else np.exp(out)
 
 
+def _delta(k: Kernel) -> float:
+    """δ = max_i (1 - A[i, i]) as a Python float, on any backend."""
+    if k._dev is None:
+        return float(np.max(1.0 - k.diagonal()))
+    return float(_kxp.namespace_of(k).max(1.0 - k.diagonal()))
+
+
 def total_mixing(kernels, lambdas) -> float:
     """The control quantity ``Σ_t λ_t δ_t`` with ``δ_t = max_i (1 - A_t[i, i])`` (PB3, PB4)."""
     ks, lam = _layers(kernels, lambdas)
     if isinstance(kernels, Kernel):
-        return float(lam.sum() * np.max(1.0 - kernels.diagonal()))
-    return float(sum(lt * np.max(1.0 - k.diagonal()) for k, lt in zip(ks, lam, strict=True)))
+        return float(lam.sum() * _delta(kernels))
+    return float(sum(lt * _delta(k) for k, lt in zip(ks, lam, strict=True)))
 
 
 def rollout_summary(kernels, lambdas) -> dict:
@@ -178,12 +215,13 @@ def rollout_summary(kernels, lambdas) -> dict:
     Returns
     -------
     dict with keys ``n``, ``T``, ``p_first``, ``p_last``, ``argmin``, ``p_min``,
-    ``min_diag``, ``log_min_diag``, ``sum_lambda_delta``, ``sum_lambda`` and ``profile``
-    (the influence vector, shape (n,)).
+    ``min_diag``, ``log_min_diag``, ``sum_lambda_delta``, ``sum_lambda`` (Python numbers) and
+    ``profile`` (the influence vector, shape (n,), on the kernels' backend).
     """
     _, lam = _layers(kernels, lambdas)
-    p = influence(kernels, lam)
-    logd = diagonal(kernels, lam, log=True) if lam.size else np.zeros(p.size)
+    prof = influence(kernels, lam)
+    p = np.asarray(_kxp.host(prof))
+    logd = np.asarray(_kxp.host(diagonal(kernels, lam, log=True))) if lam.size else np.zeros(p.size)
     return {
         "n": int(p.size),
         "T": int(lam.size),
@@ -195,7 +233,7 @@ def rollout_summary(kernels, lambdas) -> dict:
         "log_min_diag": float(logd.min()),
         "sum_lambda_delta": total_mixing(kernels, lam) if lam.size else 0.0,
         "sum_lambda": float(lam.sum()),
-        "profile": p,
+        "profile": prof,
     }
 
 
