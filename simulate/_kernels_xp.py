@@ -2,7 +2,7 @@
 
 Used by :mod:`simulate.kernels` and :mod:`simulate.rollout` when a kernel was built with
 ``backend="torch"``, ``"cupy"`` or ``"array_api_strict"``; the NumPy backend keeps its numba
-recurrence (``_alibi_step_nb``), which these functions match to rounding.
+recurrence (``simulate._alibi_nb``), which these functions match to rounding.
 
 The ALiBi suffix recurrence ``G(j) = x_j + r·G(j+1)``, r = e^{-m}, is solved without a loop over
 positions by a chunked scan (:func:`suffix_scan`): positions are cut into blocks of length B;

@@ -19,9 +19,9 @@ the rollouts of :mod:`simulate.rollout` return that backend's arrays (generic co
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from simulate import _kernels_xp as _kxp
+from simulate._alibi_nb import alibi_step as _alibi_step
 from simulate._monotone import is_stochastically_monotone, monotonicity_deficit
 from simulate._validate import as_vector, ensure_fits
 
@@ -190,30 +190,6 @@ def _log_geometric(m: np.ndarray, i: np.ndarray) -> np.ndarray:
     return np.where(m > 0, pos, np.where(m < 0, neg, zero))
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"})
-def _alibi_step_nb(P, diag, w_off, r, hw, lam, out):  # pragma: no cover - compiled
-    # P (k, n) row vectors; diag (n,); w_off (nt, H) = 1/Z_i per head, constant beyond row nt-1;
-    # r (H,) = e^{-m_h}; hw (H,) head weights. Backward suffix recurrence per head:
-    #   G_h(j) = p_j w_h(j) + r_h G_h(j+1),   (pA)_j = p_j diag_j + sum_h hw_h r_h G_h(j+1),
-    # fused with the residual mix  out = (1 - lam) p + lam (pA).
-    k, n = P.shape
-    H = r.shape[0]
-    nt = w_off.shape[0]
-    G = np.empty(H)
-    for b in range(k):
-        for h in range(H):
-            G[h] = 0.0
-        for j in range(n - 1, -1, -1):
-            pj = P[b, j]
-            jj = j if j < nt else nt - 1
-            acc = 0.0
-            for h in range(H):
-                g = r[h] * G[h]
-                acc += hw[h] * g
-                G[h] = pj * w_off[jj, h] + g
-            out[b, j] = (1.0 - lam) * pj + lam * (pj * diag[j] + acc)
-
-
 class AlibiKernel(Kernel):
     """Head average of causal softmax kernels with ALiBi bias and diagonal content.
 
@@ -313,12 +289,12 @@ class AlibiKernel(Kernel):
         if self._neg.size or self._dev is not None:
             return super()._residual_step(p, lam)
         out = np.empty_like(p)
-        _alibi_step_nb(p, self._diag, self._w_off, self._r, self._hw, float(lam), out)
+        _alibi_step(p, self._diag, self._w_off, self._r, self._hw, float(lam), out)
         return out
 
     def _apply_left(self, p: np.ndarray) -> np.ndarray:
         out = np.empty_like(p)
-        _alibi_step_nb(p, self._diag, self._w_off, self._r, self._hw, 1.0, out)
+        _alibi_step(p, self._diag, self._w_off, self._r, self._hw, 1.0, out)
         for h in self._neg:
             # slope m < 0: sum_{i>j} p_i e^{a(i-j)}/Z_i = e^{-a j} sum_{i>j} p_i e^{a i - log Z_i}
             a = -self.slopes[h]

@@ -68,9 +68,11 @@ def test_alibi_extreme_content_and_slopes_stay_finite_and_exact(case):
     np.testing.assert_allclose(q, p @ A, rtol=0, atol=1e-12 * max(1.0, p.sum()))
 
 
-def test_alibi_stationary_tail_is_exact_for_long_rows():
-    # rows beyond 45/m share one table row; compare far rows to the direct softmax
-    n, m, c = 3000, [0.05, 1.0], [2.0, -3.0]
+@pytest.mark.parametrize("m, c", [([0.05, 1.0], [2.0, -3.0]), ([0.05], [2.0]), ([1.0], [-3.0])])
+def test_alibi_stationary_tail_is_exact_for_long_rows(m, c):
+    # rows beyond 45/m share one table row (one-head and multi-head code paths); compare far
+    # rows to the direct softmax
+    n = 3000
     K = alibi_kernel(n, m, c)
     e = np.zeros(n)
     for i in (0, 1, 899, 901, 2999):
