@@ -18,6 +18,7 @@ module                                 claims
 ``extrapolation_values``               AT14 value-side incoherence, AT15 M^{-1/2} scaling,
                                        AT16 RoPE has no gap, AT17 zero-mean angles
 ``extrapolation_identities``           AT18 implementation identities
+``extrapolation_trained``              AT20 trained small models extrapolating (saved runs)
 =====================================  =====================================================
 
 Shared helpers (tolerances, scheme colours, the cached stylized sweep) are in
@@ -33,6 +34,7 @@ from proofs_checks import (  # noqa: F401
     extrapolation_mixing,
     extrapolation_scores,
     extrapolation_stylized,
+    extrapolation_trained,
     extrapolation_values,
     extrapolation_windows,
     relaxations_at,

@@ -317,3 +317,7 @@ class LM(nn.Module):
         """
         logits = self(idx)
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+
+
+# The transport schemes (accumulated SO(2), learned angles, PaTH) register themselves into SCHEMES.
+from simulate.models import schemes as _transport_schemes  # noqa: E402,F401
