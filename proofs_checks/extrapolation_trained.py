@@ -17,11 +17,11 @@ quoted beside ours in :data:`PAPER_B` and in the figure.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from proofs_checks.extrapolation_common import SCHEME_COLORS, SCHEME_LABELS, plain
 from proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context, Evidence, register
+from simulate.models.store import DEFAULT_STORE, load_results
 
 __all__ = [
     "DEFAULT_STORE",
@@ -38,7 +38,6 @@ __all__ = [
     "read_store",
 ]
 
-DEFAULT_STORE = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "extrapolation"
 FLAT_TOL = 1.10
 QKV_SLACK = 1.02
 MUCH_LESS = 2.0
@@ -90,30 +89,7 @@ def _label(s):
     return _EXTRA_LABELS.get(s, SCHEME_LABELS.get(s, s))
 
 
-def read_store(store=DEFAULT_STORE) -> list[dict]:
-    """Rows ``{"scheme", "train_len", "eval_len", "ppl"}`` of a run store, without torch (AT20).
-
-    Reads every ``<scheme>.json`` beside ``meta.json``; sorted by scheme, then length. A missing
-    folder gives []; a malformed file raises ValueError naming it.
-    """
-    store = Path(store)
-    if not store.is_dir():
-        return []
-    rows = []
-    for p in sorted(store.glob("*.json")):
-        if p.name == "meta.json":
-            continue
-        try:
-            blob = json.loads(p.read_text())
-            rows += [
-                {"scheme": str(r["scheme"]), "train_len": int(r["train_len"]),
-                 "eval_len": int(r["eval_len"]), "ppl": float(r["ppl"])}
-                for r in blob["rows"]
-            ]  # fmt: skip
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"store file {str(p)!r} is not an extrapolation result") from exc
-    rows.sort(key=lambda r: (r["scheme"], r["eval_len"]))
-    return rows
+read_store = load_results  # the torch-free reader of simulate.models.store
 
 
 def ratio_table(rows) -> dict:

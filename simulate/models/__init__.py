@@ -8,14 +8,17 @@
 * :mod:`simulate.models.lm` — a small decoder-only LM with pluggable position schemes
   (``PositionScheme``, ``register_scheme``; NoPE, RoPE, ALiBi);
 * :mod:`simulate.models.train` — training on an offline byte corpus, checkpoints, a cache;
-* :mod:`simulate.models.corpus` — the corpus (the Python standard library by default; no torch).
+* :mod:`simulate.models.corpus` — the corpus (the Python standard library by default; no torch);
+* :mod:`simulate.models.schemes`, :mod:`simulate.models.extrapolate` — accumulated-rotation,
+  learned-angle and PaTH schemes and train-short/test-long runs (AT20);
+  :mod:`simulate.models.store` reads their saved results without torch.
 
 Sub-modules are imported on first use, so ``simulate.models.corpus`` works without torch.
 """
 
 import importlib
 
-__all__ = ["corpus", "lm", "measure", "predict", "train"]
+__all__ = ["corpus", "extrapolate", "lm", "measure", "predict", "schemes", "store", "train"]
 
 
 def __getattr__(name):

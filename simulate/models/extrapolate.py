@@ -27,6 +27,7 @@ from torch.nn import functional as F
 import simulate.models.schemes as schemes_mod
 from simulate.models.corpus import load_corpus, training_batch, windows
 from simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme
+from simulate.models.store import DEFAULT_STORE, load_results
 
 __all__ = [
     "DEFAULT_SCHEMES",
@@ -51,7 +52,6 @@ DEFAULT_SCHEMES = (
     "learned_qkv",
     "path",
 )
-DEFAULT_STORE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "extrapolation"
 FORMAT = "posflow-extrapolation"
 
 
@@ -361,27 +361,3 @@ def run_extrapolation(cfg: ExtrapolationConfig, store=DEFAULT_STORE, *, log=None
         _write_json(path, {"scheme": scheme, "rows": rows, "train": record,
                            "corpus": corpus.description, "device": cfg.device})  # fmt: skip
     return load_results(store)
-
-
-def load_results(store=DEFAULT_STORE) -> list[dict]:
-    """The rows ``{"scheme", "train_len", "eval_len", "ppl"}`` saved in ``store`` (AT20).
-
-    Sorted by scheme then length; an empty list when the store is missing or empty.
-    Raises ValueError for a file that is not a posflow extrapolation result.
-    """
-    store = Path(store)
-    if not store.is_dir():
-        return []
-    rows = []
-    for p in sorted(store.glob("*.json")):
-        if p.name == "meta.json":
-            continue
-        try:
-            blob = json.loads(p.read_text())
-            got = [{k: r[k] for k in ("scheme", "train_len", "eval_len", "ppl")}
-                   for r in blob["rows"]]  # fmt: skip
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{str(p)!r} is not an extrapolation result ({exc})") from exc
-        rows += got
-    rows.sort(key=lambda r: (r["scheme"], r["eval_len"]))
-    return rows
