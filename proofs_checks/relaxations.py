@@ -22,6 +22,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
+from proofs_checks import _examples as ex
 from proofs_checks.registry import Relaxation, add_relaxation
 from simulate.kernels import alibi_kernel, dense_kernel, monotonicity_deficit
 from simulate.rollout import constant, diagonal, influence, rollout_matrix
@@ -48,32 +49,7 @@ U_TOL = 1e-12  # PB11: an interior dip must be deeper than this to count as a U
 PB6_MIN_SUM_LAMBDA = 20.0  # PB6: examples stand for Σλ_t = ∞ with λ T ≥ 20
 
 
-def _floats(lo: float, hi: float):
-    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)
-
-
-def _get(example, key: str):
-    if not isinstance(example, dict):
-        raise TypeError(f"example must be a dict; got {type(example).__name__}")
-    if key not in example:
-        raise ValueError(f"example must have a key {key!r}; it has {sorted(example)}")
-    return example[key]
-
-
-def _int(example, key: str, lo: int) -> int:
-    v = _get(example, key)
-    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
-        raise ValueError(f"example[{key!r}] must be an integer >= {lo}; got {v!r}")
-    return int(v)
-
-
-def _real(example, key: str) -> float:
-    v = _get(example, key)
-    if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
-        raise TypeError(f"example[{key!r}] must be a number; got {v!r}")
-    if not math.isfinite(v):
-        raise ValueError(f"example[{key!r}] must be finite; got {v!r}")
-    return float(v)
+_floats, _get, _int, _real = ex.floats, ex.get, ex.integer, ex.real
 
 
 # ------------------------------------------------------------------------------------------

@@ -23,11 +23,11 @@ lazy Haar steps still have E M = (1 - p) I, the bound is expected to survive (se
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 from hypothesis import strategies as st
 
+from proofs_checks import _examples as ex
 from proofs_checks.registry import Relaxation, add_relaxation
 from simulate.orthogonal import haar
 from theory import transport as th
@@ -54,32 +54,7 @@ AT17_TOL = 1e-12  # |E sin Σθ| up to this counts as no drift
 AT14_Z = 4.0  # Monte Carlo excess must exceed this many standard errors
 
 
-def _floats(lo: float, hi: float):
-    return st.floats(lo, hi, allow_nan=False, allow_infinity=False, allow_subnormal=False)
-
-
-def _get(example, key: str):
-    if not isinstance(example, dict):
-        raise TypeError(f"example must be a dict; got {type(example).__name__}")
-    if key not in example:
-        raise ValueError(f"example must have a key {key!r}; it has {sorted(example)}")
-    return example[key]
-
-
-def _int(example, key: str, lo: int) -> int:
-    v = _get(example, key)
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < lo:
-        raise ValueError(f"example[{key!r}] must be an integer >= {lo}; got {v!r}")
-    return int(v)
-
-
-def _real(example, key: str, lo: float, hi: float) -> float:
-    v = _get(example, key)
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise TypeError(f"example[{key!r}] must be a number; got {v!r}")
-    if not (math.isfinite(v) and lo <= v <= hi):
-        raise ValueError(f"example[{key!r}] must lie in [{lo}, {hi}]; got {v!r}")
-    return float(v)
+_floats, _get, _int, _real = ex.floats, ex.get, ex.integer, ex.real
 
 
 def _law(example) -> str:
