@@ -18,37 +18,24 @@ so absolute times are noisy and only the ratios within one run mean much. Result
 
 from __future__ import annotations
 
-import os
+import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+# isort: split
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import platform
 
-import numpy as np  # noqa: E402
+import numpy as np
+from _bench import best_of, write_results
 
-from simulate import _kernels_xp, backend, transport  # noqa: E402
-from simulate.kernels import alibi_kernel, alibi_slopes  # noqa: E402
-from simulate.rollout import constant, influence  # noqa: E402
+from simulate import _kernels_xp, backend, transport
+from simulate.kernels import alibi_kernel, alibi_slopes
+from simulate.rollout import constant, influence
 
-RESULTS = Path(__file__).resolve().parent / "results"
 NOTE = (
     "Shared 2-core machine, one core per run: absolute times are noisy (other jobs run at the "
     "same time); compare the ratios of one run."
 )
-
-
-def best_of(fn, repeat):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def bench_influence(n, T, H, repeat):
@@ -139,9 +126,7 @@ def main(argv=None):
     text = "\n".join(lines)
     print(text)
     if not args.quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "backend.json").write_text(json.dumps(res, indent=2) + "\n")
-        (RESULTS / "backend.md").write_text(text + "\n")
+        write_results("backend", res, text)
     return res
 
 

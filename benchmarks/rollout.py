@@ -14,34 +14,20 @@ Everything runs on one core (BLAS and numba threads pinned to 1). Results are wr
 
 from __future__ import annotations
 
-import os
+import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+# isort: split
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import time  # noqa: E402
-import tracemalloc  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import platform
+import tracemalloc
 
-import numpy as np  # noqa: E402
+import numpy as np
+from _bench import best_of, write_results
 
-from simulate import measured  # noqa: E402
-from simulate.kernels import alibi_kernel, alibi_slopes  # noqa: E402
-from simulate.rollout import constant, influence  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def best_of(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
+from simulate import measured
+from simulate.kernels import alibi_kernel, alibi_slopes
+from simulate.rollout import constant, influence
 
 
 def dense_rollout_last_row(A, lam):
@@ -133,9 +119,7 @@ def main(argv=None):
     text = "\n".join(lines)
     print(text)
     if not args.quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "rollout.json").write_text(json.dumps(res, indent=2) + "\n")
-        (RESULTS / "rollout.md").write_text(text + "\n")
+        write_results("rollout", res, text)
     return res
 
 

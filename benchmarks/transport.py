@@ -20,38 +20,24 @@ Results are written to ``benchmarks/results/transport.json`` and ``transport.md`
 
 from __future__ import annotations
 
-import os
+import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+# isort: split
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import platform
 
-import numpy as np  # noqa: E402
-import scipy  # noqa: E402
-from scipy.stats import ortho_group  # noqa: E402
+import numpy as np
+import scipy
+from _bench import best_of, write_results
+from scipy.stats import ortho_group
 
-from simulate.orthogonal import SO2BlockLaw, block_indices, haar  # noqa: E402
-from simulate.transport import (  # noqa: E402
+from simulate.orthogonal import SO2BlockLaw, block_indices, haar
+from simulate.transport import (
     empirical_route_mean,
     so2_scores,
     stylized_attention,
 )
-
-RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def best_of(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def naive_prefix_scores(q, k, theta):
@@ -166,9 +152,7 @@ def main(argv=None):
     text = "\n".join(lines)
     print(text)
     if not args.quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "transport.json").write_text(json.dumps(res, indent=2) + "\n")
-        (RESULTS / "transport.md").write_text(text + "\n")
+        write_results("transport", res, text)
     return res
 
 
