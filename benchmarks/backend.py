@@ -8,8 +8,8 @@
    torch   the same generic code on torch CPU tensors (``backend="torch"``);
    with the largest difference from numba (float64).
 2. SO(2) route scores (RoPE trick) for n = n_q = 4096 keys and queries, d = 96:
-   NumPy   :func:`simulate.transport.so2_scores`;
-   torch   :func:`simulate.backend.so2_scores_xp` on torch CPU tensors.
+   NumPy   :func:`posflow.simulate.transport.so2_scores`;
+   torch   :func:`posflow.simulate.backend.so2_scores_xp` on torch CPU tensors.
 
 Everything runs on one core (BLAS, numba and torch threads pinned to 1); the machine is shared,
 so absolute times are noisy and only the ratios within one run mean much. Results are written to
@@ -27,10 +27,9 @@ import platform
 
 import numpy as np
 from _bench import best_of, write_results
-
-from simulate import _kernels_xp, backend, transport
-from simulate.kernels import alibi_kernel, alibi_slopes
-from simulate.rollout import constant, influence
+from posflow.simulate import _kernels_xp, backend, transport
+from posflow.simulate.kernels import alibi_kernel, alibi_slopes
+from posflow.simulate.rollout import constant, influence
 
 NOTE = (
     "Shared 2-core machine, one core per run: absolute times are noisy (other jobs run at the "

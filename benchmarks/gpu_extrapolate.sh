@@ -26,8 +26,8 @@ else
 fi
 mkdir -p "$OUT"
 start=$(date +%s)
-"$PY" -m proofs_checks extrapolate "${args[@]}" --store "$OUT/store"
-"$PY" -m proofs_checks extrapolate --results --json --store "$OUT/store" > "$OUT/table.json"
-"$PY" -m proofs_checks extrapolate --results --store "$OUT/store" --plot "$OUT/extrapolation.png" \
+"$PY" -m posflow extrapolate "${args[@]}" --store "$OUT/store"
+"$PY" -m posflow extrapolate --results --json --store "$OUT/store" > "$OUT/table.json"
+"$PY" -m posflow extrapolate --results --store "$OUT/store" --plot "$OUT/extrapolation.png" \
   | tee "$OUT/table.txt"
 echo "gpu_extrapolate: $(( $(date +%s) - start )) s; table in $OUT/table.json"

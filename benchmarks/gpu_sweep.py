@@ -36,11 +36,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from simulate import backend as B  # noqa: E402
-from simulate import transport  # noqa: E402
-from simulate.kernels import alibi_kernel, alibi_slopes, dense_kernel  # noqa: E402
-from simulate.orthogonal import SO2BlockLaw  # noqa: E402
-from simulate.rollout import constant, influence  # noqa: E402
+from posflow.simulate import backend as B  # noqa: E402
+from posflow.simulate import transport  # noqa: E402
+from posflow.simulate.kernels import alibi_kernel, alibi_slopes, dense_kernel  # noqa: E402
+from posflow.simulate.orthogonal import SO2BlockLaw  # noqa: E402
+from posflow.simulate.rollout import constant, influence  # noqa: E402
 
 SIZES = {
     "full": {"n_big": 10**8, "n_check": 10**6, "n_dense": 32768, "n_keys": 65536, "n_q": 4096},

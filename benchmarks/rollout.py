@@ -24,10 +24,9 @@ import tracemalloc
 
 import numpy as np
 from _bench import best_of, write_results
-
-from simulate import measured
-from simulate.kernels import alibi_kernel, alibi_slopes
-from simulate.rollout import constant, influence
+from posflow.simulate import measured
+from posflow.simulate.kernels import alibi_kernel, alibi_slopes
+from posflow.simulate.rollout import constant, influence
 
 
 def dense_rollout_last_row(A, lam):

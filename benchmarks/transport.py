@@ -2,16 +2,16 @@
 
     python benchmarks/transport.py [--quick]
 
-1. ratio  ``scipy.stats.ortho_group.rvs`` / :func:`simulate.orthogonal.haar` for Haar O(d)
+1. ratio  ``scipy.stats.ortho_group.rvs`` / :func:`posflow.simulate.orthogonal.haar` for Haar O(d)
    samples at d = 64 (goal ≥ 1×: at least as fast as scipy);
-2. ratio  explicit 2×2 prefix products / :func:`simulate.transport.so2_scores` for all route
+2. ratio  explicit 2×2 prefix products / :func:`posflow.simulate.transport.so2_scores` for all route
    scores s_ij = q_iᵀ P_{j→i} k_j, j ≤ i, of SO(2)-block steps at n = 4096, d = 64 (goal ≥ 3×).
    The baseline is written here: for every query it multiplies the 2×2 block rotations of its
    route one step at a time (vectorised over queries and blocks, O(n²·d) work in n numpy calls);
    ``so2_scores`` rotates queries and keys by absolute angles (O(n·d)) and does one matmul;
 3. Monte Carlo throughput: stylized single-layer trials per second
-   (:func:`simulate.transport.stylized_attention`, L = 8192, d = 96) and route-angle samples per
-   second (:func:`simulate.transport.empirical_route_mean`, d = 96, 48 blocks).
+   (:func:`posflow.simulate.transport.stylized_attention`, L = 8192, d = 96) and route-angle samples
+   per second (:func:`posflow.simulate.transport.empirical_route_mean`, d = 96, 48 blocks).
 
 Everything runs on one core (BLAS and numba threads pinned to 1). The machine is shared with other
 work, so absolute times are noisy; the ratios are measured in one run, best of a few repeats.
@@ -30,14 +30,13 @@ import platform
 import numpy as np
 import scipy
 from _bench import best_of, write_results
-from scipy.stats import ortho_group
-
-from simulate.orthogonal import SO2BlockLaw, block_indices, haar
-from simulate.transport import (
+from posflow.simulate.orthogonal import SO2BlockLaw, block_indices, haar
+from posflow.simulate.transport import (
     empirical_route_mean,
     so2_scores,
     stylized_attention,
 )
+from scipy.stats import ortho_group
 
 
 def naive_prefix_scores(q, k, theta):
@@ -45,7 +44,7 @@ def naive_prefix_scores(q, k, theta):
 
     Step s extends every route of length s - 1 by one rotation on the source side:
     A_i ← A_i R(θ_{i-s}) for all queries i ≥ s at once, then s_{i, i-s} = Σ_b q_{i,b}ᵀ A_{i,b}
-    k_{i-s,b}. Half-split blocks (b, b + d/2), as in :mod:`simulate.orthogonal`.
+    k_{i-s,b}. Half-split blocks (b, b + d/2), as in :mod:`posflow.simulate.orthogonal`.
     Cost O(n²·d), n numpy calls. Returns (n, n) with NaN above the diagonal.
     """
     n, d = k.shape

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from proofs_checks.registry import Context, get_claim, run_claim
+from posflow.proofs_checks.registry import Context, get_claim, run_claim
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 

@@ -2,10 +2,10 @@
 
 Pairs exact statements from :mod:`theory` with numeric experiments from :mod:`simulate` and
 judges them (HOLDS / FAILS / INCONCLUSIVE).
-Entry point: ``posflow`` (:func:`proofs_checks.cli.main`).
+Entry point: ``posflow`` (:func:`posflow.proofs_checks.cli.main`).
 """
 
-from proofs_checks.registry import (
+from posflow.proofs_checks.registry import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,

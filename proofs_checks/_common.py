@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
-from proofs_checks.registry import FAILS, HOLDS, Context
-from simulate.kernels import alibi_kernel, dense_kernel
+from posflow.proofs_checks.registry import FAILS, HOLDS, Context
+from posflow.simulate.kernels import alibi_kernel, dense_kernel
 
 __all__ = ["random_alibi", "random_causal", "random_layers", "save_figure", "verdict"]
 

@@ -17,10 +17,10 @@ __all__ = ["main"]
 
 # Optional subcommands; a module that is absent is skipped, one that imports but fails raises.
 _SUBCOMMAND_MODULES = (
-    "proofs_checks.counterexamples",
-    "proofs_checks.measure_cli",
-    "proofs_checks.extrapolate_cli",
-    "proofs_checks.sweep_cli",
+    "posflow.proofs_checks.counterexamples",
+    "posflow.proofs_checks.measure_cli",
+    "posflow.proofs_checks.extrapolate_cli",
+    "posflow.proofs_checks.sweep_cli",
 )
 
 
@@ -45,7 +45,7 @@ def _floats(text: str, name: str) -> list[float]:
 
 
 def _rollout_inputs(args):
-    from simulate import kernels, measured, rollout
+    from posflow.simulate import kernels, measured, rollout
 
     if args.model is not None:
         clash = [
@@ -121,13 +121,13 @@ def _rollout_inputs(args):
 
 
 def cmd_rollout(args) -> int:
-    from simulate import rollout
+    from posflow.simulate import rollout
 
     ks, lam, title = _rollout_inputs(args)
     s = rollout.rollout_summary(ks, lam)
     p = s.pop("profile")
     if args.plot:
-        from proofs_checks.figures import plot_profile
+        from posflow.proofs_checks.figures import plot_profile
 
         s["plot"] = str(plot_profile(p, title, args.plot))
     if args.json:
@@ -155,8 +155,8 @@ def cmd_rollout(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from proofs_checks import registry
-    from proofs_checks.report import jsonable, write_report
+    from posflow.proofs_checks import registry
+    from posflow.proofs_checks.report import jsonable, write_report
 
     claims = registry.select(args.ids)
     if not claims:

@@ -1,8 +1,8 @@
 """Counterexample search: drop one assumption of a claim and let Hypothesis find a violation.
 
-For a claim and one of its relaxations (:mod:`proofs_checks.relaxations`), :func:`search` draws
-examples from the relaxation's strategy, stops at the first with ``violation > 0``, shrinks it to
-a simplest one and returns it as plain data. The search is reproducible: a seed fixes the
+For a claim and one of its relaxations (:mod:`posflow.proofs_checks.relaxations`), :func:`search`
+draws examples from the relaxation's strategy, stops at the first with ``violation > 0``, shrinks it
+to a simplest one and returns it as plain data. The search is reproducible: a seed fixes the
 Hypothesis random stream and no example database is read or written. A found counterexample is
 saved as a JSON record
 
@@ -26,9 +26,8 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis.errors import NoSuchExample, Unsatisfiable
-
-from proofs_checks import registry
-from proofs_checks.registry import Relaxation
+from posflow.proofs_checks import registry
+from posflow.proofs_checks.registry import Relaxation
 
 __all__ = [
     "SearchResult",
@@ -347,7 +346,7 @@ def export_test(record) -> str:
     return (
         f'"""{doc}\n"""\n\n'
         "import pytest\n\n"
-        "from proofs_checks.counterexamples import replay\n\n"
+        "from posflow.proofs_checks.counterexamples import replay\n\n"
         f"RECORD = {_literal(rec, 0, len('RECORD = '))}\n\n\n"
         f"def test_{_slug(rec)}_counterexample_still_violates():\n"
         "    violation = replay(RECORD)\n"

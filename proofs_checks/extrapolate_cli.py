@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 
 __all__ = ["add_parser", "cmd_extrapolate"]
 
 NEEDS_TORCH = "posflow extrapolate needs torch to train: pip install torch==2.13.0"
 
 EPILOG = """\
-Default CPU run (the committed table in benchmarks/results/extrapolation/): 9 schemes, each a
+Default CPU run (the committed table, shipped as package data): 9 schemes, each a
 3-layer, 4-head, d = 64 byte-level LM trained for 160 s (--time; or a fixed --steps) at context
 64 with batch 16 on the Python standard library, then evaluated at 64, 128, ..., 4096 (64x) on
 held-out windows (max(2, 8192 // L) windows of L bytes, seed 42 + L). About 30 minutes on two
@@ -64,9 +65,13 @@ def _print_table(rows) -> None:
 
 def cmd_extrapolate(args) -> int:
     """Run (or read) a train-short/test-long comparison; returns the exit code (AT20)."""
-    from proofs_checks.extrapolation_trained import DEFAULT_STORE, plot_extrapolation, read_store
+    from posflow.proofs_checks.extrapolation_trained import plot_extrapolation, read_store
+    from posflow.simulate.models.store import COMMITTED_STORE, user_store
 
-    store = args.store or DEFAULT_STORE
+    if args.store:
+        store = Path(args.store)
+    else:  # reading: the committed run; training: the per-user store
+        store = COMMITTED_STORE if args.results else user_store()
     if args.steps is not None and args.time is not None:
         raise ValueError("give at most one of --steps and --time")
     if args.results and args.schemes:
@@ -74,7 +79,7 @@ def cmd_extrapolate(args) -> int:
     if not args.results:
         if not _torch_available():
             raise ValueError(NEEDS_TORCH)
-        from simulate.models.extrapolate import ExtrapolationConfig, run_extrapolation
+        from posflow.simulate.models.extrapolate import ExtrapolationConfig, run_extrapolation
 
         kw = {}
         for name in ("train_len", "max_factor", "steps", "batch_size", "lr", "n_layer",
@@ -144,8 +149,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--chunk", type=int, help="queries per attention chunk (default 512)")
     p.add_argument("--device", help="torch device: cpu (default), cuda, cuda:1")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--store", metavar="DIR", help="run store (default benchmarks/results/"
-                   "extrapolation/ in the repository)")  # fmt: skip
+    p.add_argument("--store", metavar="DIR", help="run store (default: the per-user cache when "
+                   "training, the committed run with --results)")  # fmt: skip
     p.add_argument("--results", action="store_true", help="print the saved table; train nothing")
     p.add_argument("--json", action="store_true", help="print rows as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of PPL(L)/PPL(train) per scheme")

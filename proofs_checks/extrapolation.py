@@ -1,8 +1,8 @@
 """Claims AT1–AT19 of [B], "Why Do Accumulated Transformations Extrapolate?".
 
 Importing this module registers one check per claim (see /work/shared/CLAIMS.md for the table)
-and attaches the AT relaxations of :mod:`proofs_checks.relaxations_at`. The checks live in
-topical modules, each pairing :mod:`theory.transport` (exact side) with :mod:`simulate`
+and attaches the AT relaxations of :mod:`posflow.proofs_checks.relaxations_at`. The checks live in
+topical modules, each pairing :mod:`posflow.theory.transport` (exact side) with :mod:`simulate`
 (numeric side):
 
 =====================================  =====================================================
@@ -22,14 +22,14 @@ module                                 claims
 =====================================  =====================================================
 
 Shared helpers (tolerances, scheme colours, the cached stylized sweep) are in
-:mod:`proofs_checks.extrapolation_common`. All nineteen quick checks together take about 20–30 s
-on one core; the stylized sweep they share (AT12, AT13, AT19) is most of it.
+:mod:`posflow.proofs_checks.extrapolation_common`. All nineteen quick checks together take about
+20–30 s on one core; the stylized sweep they share (AT12, AT13, AT19) is most of it.
 """
 
 from __future__ import annotations
 
 # importing registers the checks and attaches the AT relaxations
-from proofs_checks import (  # noqa: F401
+from posflow.proofs_checks import (  # noqa: F401
     extrapolation_identities,
     extrapolation_mixing,
     extrapolation_scores,

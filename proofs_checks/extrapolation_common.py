@@ -3,7 +3,7 @@
 * :func:`z_limit` — the standard-error multiple used for a family of Monte Carlo comparisons;
 * :func:`mean_se`, :func:`loglog_slope` — sample means with standard errors, log-log fits;
 * :data:`SCHEME_COLORS` — one colour-blind-safe colour per attention scheme, used by every
-  figure of :mod:`proofs_checks.extrapolation`;
+  figure of :mod:`posflow.proofs_checks.extrapolation`;
 * :func:`stylized_table` — the stylized single-layer sweep of claims AT12, AT13 and AT19, run
   once per (size, seed) and shared by the three checks.
 """
@@ -13,10 +13,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from posflow.proofs_checks.registry import Context
+from posflow.simulate.transport import stylized_attention
 from scipy.stats import norm
-
-from proofs_checks.registry import Context
-from simulate.transport import stylized_attention
 
 __all__ = [
     "FAMILY_Z",
@@ -104,8 +103,8 @@ def loglog_slope(x, y) -> tuple[float, float, float]:
 def phase_paths(law, n_routes: int, checkpoints, rng) -> dict[int, np.ndarray]:
     """Cumulative route angles Σ_{l≤L} θ_l of ``n_routes`` routes at every L in ``checkpoints``.
 
-    ``law`` is a :class:`simulate.orthogonal.SO2BlockLaw`; one draw of ``law.sample_angles`` per
-    step. Returns ``{L: array of shape (n_routes, d/2)}`` (claims AT1, AT17). Cost
+    ``law`` is a :class:`posflow.simulate.orthogonal.SO2BlockLaw`; one draw of ``law.sample_angles``
+    per step. Returns ``{L: array of shape (n_routes, d/2)}`` (claims AT1, AT17). Cost
     O(max L · n_routes · d).
     """
     marks = sorted({int(c) for c in checkpoints})
@@ -164,8 +163,8 @@ def _table(full: bool, seed: int) -> dict:
 def stylized_table(ctx: Context) -> dict:
     """The stylized single-layer sweep of [B] (claims AT12, AT13, AT19), cached per size and seed.
 
-    ``{(scheme, L): StylizedResult}`` from :func:`simulate.transport.stylized_attention` with
-    its default parameters (d = 96, base 10⁴, planted key at distance 4, near window W = 64,
+    ``{(scheme, L): StylizedResult}`` from :func:`posflow.simulate.transport.stylized_attention`
+    with its default parameters (d = 96, base 10⁴, planted key at distance 4, near window W = 64,
     logit scale 8, ALiBi slope 2⁻⁴, identical far values). Quick: schemes RoPE, random Q/K,
     random Q/K/V, learned Q/K and ALiBi at L = 512, 2048, 8192, 65536 with 8, 8, 4, 2 trials;
     full: all seven schemes at L = 512·2^k up to 65536 with 16 trials each. All schemes at one

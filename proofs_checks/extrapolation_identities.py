@@ -1,19 +1,18 @@
 """Claim AT18 of [B]: the implementation identities of accumulated transport.
 
-Every fast path of :mod:`simulate.transport` (suffix-sum angles, inverse output rotation,
+Every fast path of :mod:`posflow.simulate.transport` (suffix-sum angles, inverse output rotation,
 zero-initialised learned angles, the PaTH key-cache update, absolute frames) is compared with
-dense route products P_{j→i} built step by step by :func:`simulate.transport.route_product`.
+dense route products P_{j→i} built step by step by :func:`posflow.simulate.transport.route_product`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from proofs_checks._common import verdict
-from proofs_checks.extrapolation_common import claim_rng, plain
-from proofs_checks.registry import Context, Evidence, register
-from simulate.orthogonal import rope_frequencies, rotate_blocks, so2_matrices
-from simulate.transport import (
+from posflow.proofs_checks._common import verdict
+from posflow.proofs_checks.extrapolation_common import claim_rng, plain
+from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.simulate.orthogonal import rope_frequencies, rotate_blocks, so2_matrices
+from posflow.simulate.transport import (
     frame_prefix,
     householder_scores,
     householder_step,

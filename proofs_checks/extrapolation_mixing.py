@@ -1,22 +1,28 @@
 """Claims AT1–AT4 of [B]: characteristic decay, product means, Haar and Householder steps.
 
-Each check pairs an exact statement from :mod:`theory.transport` with a Monte Carlo experiment
-on the step laws of :mod:`simulate.orthogonal` / :mod:`simulate.transport`; a Monte Carlo
-estimate agrees with its exact value when it lies within ``z_limit(n)`` standard errors (4 for a
-single comparison, Bonferroni-adjusted for n comparisons made together). The window claims
-AT5 and AT6 live in :mod:`proofs_checks.extrapolation_windows`.
+Each check pairs an exact statement from :mod:`posflow.theory.transport` with a Monte Carlo
+experiment on the step laws of :mod:`posflow.simulate.orthogonal` /
+:mod:`posflow.simulate.transport`; a Monte Carlo estimate agrees with its exact value when it lies
+within ``z_limit(n)`` standard errors (4 for a single comparison, Bonferroni-adjusted for n
+comparisons made together). The window claims AT5 and AT6 live in
+:mod:`posflow.proofs_checks.extrapolation_windows`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import sympy as sp
-
-from proofs_checks._common import save_figure, verdict
-from proofs_checks.extrapolation_common import claim_rng, mean_se, phase_paths, plain, z_limit
-from proofs_checks.registry import Context, Evidence, register
-from simulate.orthogonal import HaarLaw, HouseholderLaw, SO2BlockLaw, haar
-from theory import transport as th
+from posflow.proofs_checks._common import save_figure, verdict
+from posflow.proofs_checks.extrapolation_common import (
+    claim_rng,
+    mean_se,
+    phase_paths,
+    plain,
+    z_limit,
+)
+from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.simulate.orthogonal import HaarLaw, HouseholderLaw, SO2BlockLaw, haar
+from posflow.theory import transport as th
 
 _SCALE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
 
@@ -31,7 +37,7 @@ _SCALE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
 def at1(ctx: Context) -> Evidence:
     """Claim AT1: E cos Σ_{l≤L} θ_l = (sin a/a)^L and E sin Σθ_l = 0 for θ_l ~ Unif[-a, a].
 
-    exact: ``theory.transport.angle_characteristic("uniform")`` (sympy integration; the sum
+    exact: ``posflow.theory.transport.angle_characteristic("uniform")`` (sympy integration; the sum
     moments simplify to (sin a/a)^L and 0) and its polar evaluation ``phase_moments``;
     numeric: N route-angle sums (SO2BlockLaw, a ∈ {0.25, 0.5, 1, 2}, L ≤ 64; full: N = 4e5,
     L ≤ 256); verdict: sympy identities hold and every Monte Carlo mean lies within
@@ -64,8 +70,7 @@ def at1(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
-
-        from proofs_checks.figures import save
+        from posflow.proofs_checks.figures import save
 
         fig, ax = plt.subplots(figsize=(6.0, 3.8))
         grid = np.arange(0, Ls[-1] + 1)
@@ -106,7 +111,7 @@ def at1(ctx: Context) -> Evidence:
 
 
 def _exact_means() -> dict:
-    """Step laws of AT2 with the exact E M from theory."""
+    """Step laws of AT2 with the exact E M from posflow.theory."""
     scales = np.array([0.5, 1.0, 2.0])
     so2 = SO2BlockLaw(6, "uniform", scale=scales)
     c = np.real(th.characteristic_value("uniform", scales))
@@ -132,8 +137,8 @@ def at2(ctx: Context) -> Evidence:
     """Claim AT2: E[M_L ⋯ M_1] = (E M)^L and ‖(E M)^L‖ ≤ γ^L for i.i.d. steps.
 
     Laws: SO(2) blocks (a = 0.5, 1, 2), Haar O(4), Householder (d = 4, β = 1); exact E M from
-    :mod:`theory.transport` (characteristic values, Householder factor; 0 for Haar); numeric:
-    N route products per L ≤ 6 (full 8); verdict: every entry within ``z_limit`` SE and the
+    :mod:`posflow.theory.transport` (characteristic values, Householder factor; 0 for Haar);
+    numeric: N route products per L ≤ 6 (full 8); verdict: every entry within ``z_limit`` SE and the
     norm inequality to 1e-12.
     """
     rng = claim_rng(ctx, 2)

@@ -3,24 +3,23 @@
 Lévy and Hoeffding tails and the score-gap union bound are compared with Monte Carlo scores of
 transported keys; the far-mass lower bound with a numeric minimisation; the logit bound with
 random orthogonal transports. The stylized-model claims AT12, AT13 live in
-:mod:`proofs_checks.extrapolation_stylized`.
+:mod:`posflow.proofs_checks.extrapolation_stylized`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
-
-from proofs_checks._common import verdict
-from proofs_checks.extrapolation_common import (
+from posflow.proofs_checks._common import verdict
+from posflow.proofs_checks.extrapolation_common import (
     claim_rng,
     plain,
     z_limit,
 )
-from proofs_checks.registry import Context, Evidence, register
-from simulate.orthogonal import HouseholderLaw, SO2BlockLaw, haar, rotate_blocks
-from simulate.transport import householder_scores, orthogonal_scores, so2_scores
-from theory import transport as th
+from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.simulate.orthogonal import HouseholderLaw, SO2BlockLaw, haar, rotate_blocks
+from posflow.simulate.transport import householder_scores, orthogonal_scores, so2_scores
+from posflow.theory import transport as th
+from scipy.optimize import minimize
 
 
 @register(

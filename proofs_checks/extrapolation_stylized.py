@@ -1,18 +1,18 @@
 """Claims AT12, AT13 and AT19 of [B]: the stylized single-layer model with a planted near target.
 
-The three checks read one shared sweep of :func:`simulate.transport.stylized_attention`
-(:func:`proofs_checks.extrapolation_common.stylized_table`, cached per size and seed): the
+The three checks read one shared sweep of :func:`posflow.simulate.transport.stylized_attention`
+(:func:`posflow.proofs_checks.extrapolation_common.stylized_table`, cached per size and seed): the
 near-signal coefficient of rotation-only attention decays with the context length (AT12),
-ALiBi's far mass does not grow (AT13, with the closed-form supremum of :mod:`theory.transport`),
-and the comparison of RoPE, random Q/K, random Q/K/V and ALiBi (AT19).
+ALiBi's far mass does not grow (AT13, with the closed-form supremum of
+:mod:`posflow.theory.transport`), and the comparison of RoPE, random Q/K, random Q/K/V and ALiBi
+(AT19).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from proofs_checks._common import save_figure, verdict
-from proofs_checks.extrapolation_common import (
+from posflow.proofs_checks._common import save_figure, verdict
+from posflow.proofs_checks.extrapolation_common import (
     SCHEME_COLORS,
     SCHEME_LABELS,
     claim_rng,
@@ -20,8 +20,8 @@ from proofs_checks.extrapolation_common import (
     stylized_table,
     z_limit,
 )
-from proofs_checks.registry import Context, Evidence, register
-from theory import transport as th
+from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.theory import transport as th
 
 MUCH_SMALLER = 0.5  # AT19: "Q/K/V ≪ Q/K" is read as "at most half"
 
@@ -70,7 +70,7 @@ def _far_mass_panel(ax, table, title: str) -> None:
 def at12(ctx: Context) -> Evidence:
     """Claim AT12: the near-signal coefficient of rotation-only attention → 0 as L grows.
 
-    Stylized sweep (:func:`~proofs_checks.extrapolation_common.stylized_table`), every
+    Stylized sweep (:func:`posflow.proofs_checks.extrapolation_common.stylized_table`), every
     rotation scheme: the planted-target weight falls by more than ``z_limit`` SE from L = 512
     to 65536 with a log-log slope ≤ -0.5, and stays under ``near_signal_upper_bound``.
     """
@@ -168,8 +168,7 @@ def at13(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
-
-        from proofs_checks.figures import COLORS, save
+        from posflow.proofs_checks.figures import COLORS, save
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
         _far_mass_panel(a1, table, "stylized layer (d = 96, λ = 8, W = 64, m = 2⁻⁴)")
@@ -274,8 +273,7 @@ def at19(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
-
-        from proofs_checks.figures import save
+        from posflow.proofs_checks.figures import save
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
         _far_mass_panel(a1, table, "far mass (± 2 SE)")

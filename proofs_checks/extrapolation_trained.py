@@ -1,8 +1,8 @@
 """Claim AT20 of [B]: trained small models extrapolate in the paper's order (no torch needed).
 
 The check reads the run store written by ``posflow extrapolate``
-(:mod:`simulate.models.extrapolate`; default ``benchmarks/results/extrapolation/``) and judges
-[B]'s ordering claims one by one on the ratios r_s(L) = PPL_s(L) / PPL_s(L_train):
+(:mod:`posflow.simulate.models.extrapolate`; default: the committed run shipped as package data) and
+judges [B]'s ordering claims one by one on the ratios r_s(L) = PPL_s(L) / PPL_s(L_train):
 
 1. ALiBi flat:           r_alibi(L_max) ≤ FLAT_TOL;
 2. random Q/K/V ≤ Q/K:   r_random_qkv(L_max) ≤ QKV_SLACK · r_random_qk(L_max);
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proofs_checks.extrapolation_common import SCHEME_COLORS, SCHEME_LABELS, plain
-from proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context, Evidence, register
-from simulate.models.store import DEFAULT_STORE, load_results
+from posflow.proofs_checks.extrapolation_common import SCHEME_COLORS, SCHEME_LABELS, plain
+from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context, Evidence, register
+from posflow.simulate.models.store import COMMITTED_STORE, load_results, user_store
 
 __all__ = [
-    "DEFAULT_STORE",
+    "COMMITTED_STORE",
     "FLAT_TOL",
     "MUCH_LESS",
     "NEAR_FACTOR",
@@ -197,8 +197,7 @@ def plot_extrapolation(rows, path, title: str | None = None) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from proofs_checks.figures import save
+    from posflow.proofs_checks.figures import save
 
     r = ratio_table(rows)
     if not r:
@@ -228,14 +227,17 @@ def plot_extrapolation(rows, path, title: str | None = None) -> Path:
 def at20(ctx: Context) -> Evidence:
     """Claim AT20: judge [B]'s orderings on the saved train-short/test-long results.
 
-    Reads :data:`DEFAULT_STORE`; trains (resuming into it) only when ``ctx.full``.
+    Reads the committed run :data:`COMMITTED_STORE` (read-only package data). Only when
+    ``ctx.full`` and the committed run is missing, the default run is trained (resuming) into the
+    per-user store :func:`~posflow.simulate.models.store.user_store`.
     """
-    store = DEFAULT_STORE
-    if ctx.full:
-        from simulate.models.extrapolate import ExtrapolationConfig, run_extrapolation
-
-        run_extrapolation(ExtrapolationConfig(), store)
+    store = COMMITTED_STORE
     rows = read_store(store)
+    if ctx.full and not rows:
+        from posflow.simulate.models.extrapolate import ExtrapolationConfig, run_extrapolation
+
+        store = user_store()
+        rows = run_extrapolation(ExtrapolationConfig(), store)
     if not rows:
         return Evidence(
             INCONCLUSIVE,

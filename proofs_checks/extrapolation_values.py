@@ -1,18 +1,17 @@
 """Claims AT14–AT17 of [B]: value-side incoherence and its M^{-1/2} scaling, RoPE, zero-mean angles.
 
-Value transport is simulated with :func:`simulate.transport.so2_value_output` (rotate values,
-average, rotate the output back) and compared with the exact second moments of
-:mod:`theory.transport`. AT18 (implementation identities) lives in
-:mod:`proofs_checks.extrapolation_identities`, AT19 in :mod:`proofs_checks.extrapolation_stylized`.
+Value transport is simulated with :func:`posflow.simulate.transport.so2_value_output` (rotate
+values, average, rotate the output back) and compared with the exact second moments of
+:mod:`posflow.theory.transport`. AT18 (implementation identities) lives in
+:mod:`posflow.proofs_checks.extrapolation_identities`, AT19 in
+:mod:`posflow.proofs_checks.extrapolation_stylized`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
-
-from proofs_checks._common import save_figure, verdict
-from proofs_checks.extrapolation_common import (
+from posflow.proofs_checks._common import save_figure, verdict
+from posflow.proofs_checks.extrapolation_common import (
     SCHEME_COLORS,
     claim_rng,
     loglog_slope,
@@ -21,10 +20,11 @@ from proofs_checks.extrapolation_common import (
     plain,
     z_limit,
 )
-from proofs_checks.registry import Context, Evidence, register
-from simulate.orthogonal import SO2BlockLaw
-from simulate.transport import empirical_route_mean, so2_value_output, wrap_angle
-from theory import transport as th
+from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.simulate.orthogonal import SO2BlockLaw
+from posflow.simulate.transport import empirical_route_mean, so2_value_output, wrap_angle
+from posflow.theory import transport as th
+from scipy import stats
 
 
 def _planar(v: np.ndarray) -> np.ndarray:
@@ -184,8 +184,7 @@ def at15(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
-
-        from proofs_checks.figures import COLORS, save
+        from posflow.proofs_checks.figures import COLORS, save
 
         fig, ax = plt.subplots(figsize=(6.0, 3.8))
         x = np.array(Ms, dtype=float)

@@ -8,15 +8,14 @@ mix below 0.1 at n = 512 / 8192 / 65536, and checks per-block route means by Mon
 from __future__ import annotations
 
 import numpy as np
+from posflow.proofs_checks._common import save_figure, verdict
+from posflow.proofs_checks.extrapolation_common import claim_rng, plain, z_limit
+from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.simulate.orthogonal import SO2BlockLaw
+from posflow.simulate.transport import empirical_route_mean, so2_scores
+from posflow.simulate.transport import mixing_window as sim_window
+from posflow.theory import transport as th
 from scipy import stats
-
-from proofs_checks._common import save_figure, verdict
-from proofs_checks.extrapolation_common import claim_rng, plain, z_limit
-from proofs_checks.registry import Context, Evidence, register
-from simulate.orthogonal import SO2BlockLaw
-from simulate.transport import empirical_route_mean, so2_scores
-from simulate.transport import mixing_window as sim_window
-from theory import transport as th
 
 
 @register(
@@ -31,8 +30,8 @@ def at5(ctx: Context) -> Evidence:
 
     Law Unif[-1, 1] on two SO(2) blocks: W(0.01) from ``theory`` and ``simulate`` agree; far
     scores of the last query (key = query) in whole contexts of L = 512 and 65536
-    (:func:`simulate.transport.so2_scores`), at distance W and at one uniform far distance per
-    trial; verdict: two-sample KS tests do not reject equal laws at 1 %.
+    (:func:`posflow.simulate.transport.so2_scores`), at distance W and at one uniform far distance
+    per trial; verdict: two-sample KS tests do not reject equal laws at 1 %.
     """
     rng = claim_rng(ctx, 5)
     eps, a = 0.01, 1.0
@@ -149,8 +148,7 @@ def at6(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
-
-        from proofs_checks.figures import COLORS, save
+        from posflow.proofs_checks.figures import COLORS, save
 
         fig, ax = plt.subplots(figsize=(6.0, 3.8))
         ax.semilogy(

@@ -59,7 +59,7 @@ def load_model(spec: str):
     """(model, kind, tokenizer, training record) for a checkpoint file or a HF directory."""
     path = Path(spec)
     if path.is_file():
-        from simulate.models.train import load_checkpoint
+        from posflow.simulate.models.train import load_checkpoint
 
         model, record = load_checkpoint(path)
         return model, "posflow", None, record
@@ -111,7 +111,7 @@ def load_model(spec: str):
 
 
 def _sequences(args, model, tokenizer, record):
-    from simulate.models.corpus import load_corpus, windows
+    from posflow.simulate.models.corpus import load_corpus, windows
 
     cfg = record.get("config", {})
     max_bytes = args.max_bytes or cfg.get("max_bytes", 4_000_000)
@@ -135,8 +135,8 @@ def _sequences(args, model, tokenizer, record):
 
 def run_measure(model, input_ids, *, content_scale="sqrt_d", batch_size=None, progress=False):
     """Measure, predict and compare; returns a JSON-ready dict (profiles, distances, λ_t)."""
-    from simulate.models.measure import measure
-    from simulate.models.predict import compare_profiles, predict_profiles
+    from posflow.simulate.models.measure import measure
+    from posflow.simulate.models.predict import compare_profiles, predict_profiles
 
     m = measure(model, input_ids, batch_size=batch_size, progress=progress)
     profiles = predict_profiles(m, content_scale=content_scale)
@@ -196,7 +196,7 @@ def cmd_measure(args) -> int:
     if args.num_seqs < 1:
         raise ValueError(f"--num-seqs must be at least 1; got {args.num_seqs}")
     if args.train:
-        from simulate.models.train import cached_model
+        from posflow.simulate.models.train import cached_model
 
         model, record, path = cached_model(args.preset, progress=not args.json)
         tok, short = None, f"posflow {args.preset} ALiBi LM"
@@ -221,7 +221,7 @@ def cmd_measure(args) -> int:
     )
     out.update(model=name, corpus=corpus)
     if args.plot:
-        from proofs_checks.figures import plot_profiles
+        from posflow.proofs_checks.figures import plot_profiles
 
         title = f"{short}, n = {out['n']}, N = {out['num_sequences']}, L = {out['num_layers']}"
         order = ("attention_only", "residual", "residual_content", "measured")
@@ -229,7 +229,7 @@ def cmd_measure(args) -> int:
             plot_profiles({k: out["profiles"][k] for k in order}, title, args.plot, logy=True)
         )
     if args.json:
-        from proofs_checks.report import jsonable
+        from posflow.proofs_checks.report import jsonable
 
         print(json.dumps(jsonable(out)))
     else:

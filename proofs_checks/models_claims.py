@@ -13,9 +13,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from proofs_checks._common import save_figure, verdict
-from proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
+from posflow.proofs_checks._common import save_figure, verdict
+from posflow.proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
 
 _NO_TORCH = Evidence(INCONCLUSIVE, summary="torch not installed")
 
@@ -29,7 +28,7 @@ def _torch():
 
 
 def _held_out(record: dict, n: int, count: int, seed: int) -> np.ndarray:
-    from simulate.models.corpus import load_corpus, windows
+    from posflow.simulate.models.corpus import load_corpus, windows
 
     cfg = record["config"]
     corpus = load_corpus(max_bytes=cfg["max_bytes"], seed=cfg["seed"])
@@ -46,9 +45,9 @@ def _held_out(record: dict, n: int, count: int, seed: int) -> np.ndarray:
 def pb15(ctx: Context) -> Evidence:
     if _torch() is None:
         return _NO_TORCH
-    from simulate.models.measure import measure
-    from simulate.models.predict import compare_profiles, predict_profiles
-    from simulate.models.train import PRESETS, cached_model
+    from posflow.simulate.models.measure import measure
+    from posflow.simulate.models.predict import compare_profiles, predict_profiles
+    from posflow.simulate.models.train import PRESETS, cached_model
 
     preset, n, count = ("default", 256, 64) if ctx.full else ("quick", 64, 32)
     model, record, path = cached_model(preset)
@@ -60,7 +59,7 @@ def pb15(ctx: Context) -> Evidence:
     ok = b["w1"] < a["w1"] and b["spearman"] > a["spearman"]
 
     def draw(p):
-        from proofs_checks.figures import plot_profiles
+        from posflow.proofs_checks.figures import plot_profiles
 
         title = f"posflow {preset} ALiBi LM, n = {n}, N = {count}, L = {m.num_layers}"
         plot_profiles({**profiles, "measured": m.influence}, title, p, logy=True)
@@ -155,9 +154,9 @@ def pb16(ctx: Context) -> Evidence:
         return _NO_TORCH
     import copy
 
-    from simulate.models.lm import LM, LMConfig
-    from simulate.models.measure import mixing_coefficients
-    from simulate.models.train import cached_model
+    from posflow.simulate.models.lm import LM, LMConfig
+    from posflow.simulate.models.measure import mixing_coefficients
+    from posflow.simulate.models.train import cached_model
 
     rng = np.random.default_rng(ctx.seed + 16)
     n, count = (128, 8) if ctx.full else (32, 4)

@@ -1,20 +1,19 @@
 """Claims PB1–PB7 of [A]: closure, the diagonal identity and bound, collapse and its dichotomy.
 
-Each check pairs an exact statement from :mod:`theory.rollout` with a numeric experiment from
-:mod:`simulate` and returns the measured evidence; the verdict comes from the comparison. The
-profile claims PB8–PB14 live in :mod:`proofs_checks.position_bias_shape`.
+Each check pairs an exact statement from :mod:`posflow.theory.rollout` with a numeric experiment
+from :mod:`simulate` and returns the measured evidence; the verdict comes from the comparison. The
+profile claims PB8–PB14 live in :mod:`posflow.proofs_checks.position_bias_shape`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import sympy as sp
-
-from proofs_checks._common import random_causal, random_layers, save_figure, verdict
-from proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
-from simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
-from simulate.rollout import constant, diagonal, influence, power_decay, rollout_matrix
-from theory import rollout as th
+from posflow.proofs_checks._common import random_causal, random_layers, save_figure, verdict
+from posflow.proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
+from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
+from posflow.simulate.rollout import constant, diagonal, influence, power_decay, rollout_matrix
+from posflow.theory import rollout as th
 
 _t = sp.Symbol("t", integer=True, nonnegative=True)
 
@@ -319,8 +318,7 @@ def pb6(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
-
-        from proofs_checks.figures import save
+        from posflow.proofs_checks.figures import save
 
         fig, ax = plt.subplots(figsize=(5.6, 3.6))
         Tgrid = np.unique(np.logspace(0, np.log10(T_max), 25).astype(int))
@@ -392,4 +390,4 @@ def pb7(ctx: Context) -> Evidence:
     )
 
 
-from proofs_checks import position_bias_shape  # noqa: E402,F401  (registers PB8–PB14)
+from posflow.proofs_checks import position_bias_shape  # noqa: E402,F401  (registers PB8–PB14)

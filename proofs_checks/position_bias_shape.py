@@ -7,21 +7,20 @@ import math
 
 import numpy as np
 import sympy as sp
-
-from proofs_checks._common import random_alibi, random_causal, save_figure, verdict
-from proofs_checks.figures import COLORS, save
-from proofs_checks.registry import Context, Evidence, register
-from simulate import measured
-from simulate.compare import mean_position, profile_shape, w1, w1_normalised
-from simulate.kernels import (
+from posflow.proofs_checks._common import random_alibi, random_causal, save_figure, verdict
+from posflow.proofs_checks.figures import COLORS, save
+from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.simulate import measured
+from posflow.simulate.compare import mean_position, profile_shape, w1, w1_normalised
+from posflow.simulate.kernels import (
     alibi_kernel,
     alibi_slopes,
     dense_kernel,
     monotonicity_deficit,
     uniform_kernel,
 )
-from simulate.rollout import constant, diagonal, influence, rollout_matrix
-from theory import rollout as th
+from posflow.simulate.rollout import constant, diagonal, influence, rollout_matrix
+from posflow.theory import rollout as th
 
 
 @register(

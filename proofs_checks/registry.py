@@ -30,16 +30,17 @@ __all__ = [
     "register",
     "run_claim",
     "select",
+    "verify",
 ]
 
 HOLDS, FAILS, INCONCLUSIVE = "HOLDS", "FAILS", "INCONCLUSIVE"
 ERROR = "ERROR"
 STATUSES = (HOLDS, FAILS, INCONCLUSIVE)
 _CLAIM_MODULES = (
-    "proofs_checks.position_bias",
-    "proofs_checks.extrapolation",
-    "proofs_checks.relaxations",
-    "proofs_checks.models_claims",
+    "posflow.proofs_checks.position_bias",
+    "posflow.proofs_checks.extrapolation",
+    "posflow.proofs_checks.relaxations",
+    "posflow.proofs_checks.models_claims",
 )
 
 
@@ -224,3 +225,32 @@ def run_claim(claim: Claim, ctx: Context) -> Result:
     except Exception as exc:
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
         return Result(claim, ERROR, None, time.perf_counter() - t0, error=tb)
+
+
+def verify(ids=None, *, size: str = "quick", seed: int = 0, out=None) -> list[Result]:
+    """Check claims and return their results (the programmatic ``posflow verify``).
+
+    Parameters
+    ----------
+    ids : sequence of str, optional
+        Claim IDs or prefixes ("PB", "AT3"); every registered claim when omitted.
+    size : {"quick", "full"}
+        Problem sizes of the checks.
+    seed : int
+        Seed of the random inputs (a non-negative integer).
+    out : path, optional
+        Folder for figures written by the checks.
+
+    Returns
+    -------
+    list of Result, one per claim in catalog order; ``Result.status`` is HOLDS, FAILS,
+    INCONCLUSIVE or ERROR. Raises ValueError for an unknown ID, size or a negative seed.
+    """
+    if size not in ("quick", "full"):
+        raise ValueError(f"size must be 'quick' or 'full'; got {size!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    if isinstance(ids, str):
+        ids = [ids]
+    ctx = Context(size=size, out=Path(out) if out is not None else None, seed=seed)
+    return [run_claim(c, ctx) for c in select(ids or [])]

@@ -3,7 +3,7 @@
 Each relaxation draws plain-data examples (dicts of ints, floats and lists, JSON-serialisable)
 that satisfy every assumption of its claim except the dropped one, and measures by how much an
 example breaks the claim (``violation > 0`` exactly when it does). Importing this module attaches
-them to their claims (:func:`proofs_checks.registry.add_relaxation`):
+them to their claims (:func:`posflow.proofs_checks.registry.add_relaxation`):
 
 =====  ===================  ===============================================================
 claim  relaxation           what is dropped
@@ -21,11 +21,10 @@ import math
 
 import numpy as np
 from hypothesis import strategies as st
-
-from proofs_checks import _examples as ex
-from proofs_checks.registry import Relaxation, add_relaxation
-from simulate.kernels import alibi_kernel, dense_kernel, monotonicity_deficit
-from simulate.rollout import constant, diagonal, influence, rollout_matrix
+from posflow.proofs_checks import _examples as ex
+from posflow.proofs_checks.registry import Relaxation, add_relaxation
+from posflow.simulate.kernels import alibi_kernel, dense_kernel, monotonicity_deficit
+from posflow.simulate.rollout import constant, diagonal, influence, rollout_matrix
 
 __all__ = [
     "DIAG_TOL",
@@ -138,8 +137,8 @@ def causal_violation(example) -> float:
             - 10^{-9},\\qquad P = R_{T-1} \\cdots R_0,\\ R_t = (1-\\lambda_t) I + \\lambda_t A
 
     ``P`` is the dense rollout (one vector chain per row), the product is
-    :func:`simulate.rollout.diagonal`. ``A`` must be nonnegative and row-stochastic, shape (n, n);
-    it need not be causal. Cost O(T·n³).
+    :func:`posflow.simulate.rollout.diagonal`. ``A`` must be nonnegative and row-stochastic, shape
+    (n, n); it need not be causal. Cost O(T·n³).
     """
     n = _int(example, "n", 1)
     K = dense_kernel(_get(example, "A"), causal=False)

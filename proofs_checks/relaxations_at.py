@@ -3,7 +3,7 @@
 Each relaxation draws plain-data examples (dicts of ints, floats, strings and lists) that satisfy
 every assumption of its claim except the dropped one, and measures by how much an example breaks
 the claim (``violation > 0`` exactly when it does, beyond a stated rounding tolerance). Importing
-this module (done by :mod:`proofs_checks.extrapolation`) attaches them to their claims:
+this module (done by :mod:`posflow.proofs_checks.extrapolation`) attaches them to their claims:
 
 =====  ===============  =====================================================================
 claim  relaxation       what is dropped
@@ -26,11 +26,10 @@ import math
 
 import numpy as np
 from hypothesis import strategies as st
-
-from proofs_checks import _examples as ex
-from proofs_checks.registry import Relaxation, add_relaxation
-from simulate.orthogonal import haar
-from theory import transport as th
+from posflow.proofs_checks import _examples as ex
+from posflow.proofs_checks.registry import Relaxation, add_relaxation
+from posflow.simulate.orthogonal import haar
+from posflow.theory import transport as th
 
 __all__ = [
     "AT2_TOL",
@@ -93,9 +92,9 @@ def bounded_logits_violation(example) -> float:
         v = \\frac{M}{M + K e^{2\\lambda}} - \\rho_D - 10^{-12},\\qquad
         \\rho_D = \\frac{\\sum_{far} e^{f_j}}{\\sum_{far} e^{f_j} + \\sum_{near} e^{n_k}}
 
-    (:func:`theory.transport.far_mass`, :func:`theory.transport.far_mass_lower_bound`).
-    ``v > 0`` exactly when the far mass beats the bound, which needs a logit outside [-λ, λ].
-    Cost O(K + M).
+    (:func:`posflow.theory.transport.far_mass`,
+    :func:`posflow.theory.transport.far_mass_lower_bound`). ``v > 0`` exactly when the far mass
+    beats the bound, which needs a logit outside [-λ, λ]. Cost O(K + M).
     """
     near, far = _get(example, "near_logits"), _get(example, "far_logits")
     lam = _real(example, "lam", 0.0, math.inf)
@@ -150,8 +149,8 @@ def spectral_gap_violation(example) -> float:
     .. math:: v = \\|\\mathbb E P_L\\|_{op} - \\gamma^L - 10^{-12}
               = \\max_b |\\varphi_b|^L - \\gamma^L - 10^{-12}
 
-    from the exact :func:`theory.transport.phase_moments`. Any law in ``ANGLE_LAWS``; with a gap
-    and γ ≥ max_b |φ_b|, v ≤ 0; deterministic angles give |φ_b|^L = 1 > γ^L for every γ < 1.
+    from the exact :func:`posflow.theory.transport.phase_moments`. Any law in ``ANGLE_LAWS``; with a
+    gap and γ ≥ max_b |φ_b|, v ≤ 0; deterministic angles give |φ_b|^L = 1 > γ^L for every γ < 1.
     Cost O(B).
     """
     law = _law(example)
@@ -301,7 +300,7 @@ def commuting_violation(example) -> float:
     """Monte Carlo excess of E‖Σ_j a_j P_j v_j‖² over the AT14 bound for lazy Haar steps.
 
     Draws ``samples`` routes with the example's ``seed``: each step is Haar on O(d)
-    (:func:`simulate.orthogonal.haar`) with probability p, else the identity; P_j is the
+    (:func:`posflow.simulate.orthogonal.haar`) with probability p, else the identity; P_j is the
     product of the n_j steps nearest the query (the new step on the right). With X̄ and SE the
     sample mean and standard error of X = ‖Σ_j a_j P_j v_j‖²,
 

@@ -28,7 +28,8 @@ resumes where it stopped. See examples/sweeps/.
 
 
 def add_parser(sub) -> None:
-    """Register ``posflow sweep`` on the subparsers of :func:`proofs_checks.cli.build_parser`."""
+    """Register ``posflow sweep`` on the subparsers of
+    :func:`posflow.proofs_checks.cli.build_parser`."""
     p = sub.add_parser(
         "sweep",
         help="run a resumable parameter sweep (Dask), or --show a sweep's table",
@@ -38,7 +39,7 @@ def add_parser(sub) -> None:
     p.add_argument("spec", nargs="?", metavar="SPEC.toml", help="the sweep specification")
     p.add_argument("--scheduler", metavar="ADDRESS", help="Dask scheduler (default: local)")
     p.add_argument("--workers", type=int, default=2, help="local workers (default 2)")
-    p.add_argument("--store", metavar="DIR", help="result store (default ./<spec>.sweep)")
+    p.add_argument("--store", metavar="DIR", help="result store (default: <user cache>/sweeps/)")
     p.add_argument("--backend", default="numpy", help="numpy (default), torch or cupy")
     p.add_argument("--device", help="device of the backend, e.g. cuda:0")
     p.add_argument(
@@ -83,9 +84,8 @@ def format_table(rows: list[dict], spec: dict, title: str):
 
 
 def _print_store(path, as_json: bool) -> int:
+    from posflow.simulate.sweep import SweepStore
     from rich.console import Console
-
-    from simulate.sweep import SweepStore
 
     with SweepStore(path) as store:
         rows, spec = store.rows(), store.spec
@@ -100,8 +100,15 @@ def _print_store(path, as_json: bool) -> int:
     return 0
 
 
+def default_store(spec) -> Path:
+    """``<user cache>/sweeps/<experiment>-<hash of the spec>.sweep``: never the working tree."""
+    from posflow.simulate._paths import user_cache_dir
+
+    return user_cache_dir() / "sweeps" / f"{spec.experiment}-{spec.fingerprint[:12]}.sweep"
+
+
 def cmd_sweep(args) -> int:
-    from proofs_checks.cli import UsageError
+    from posflow.proofs_checks.cli import UsageError
 
     if args.show is not None:
         if args.spec is not None:
@@ -111,10 +118,10 @@ def cmd_sweep(args) -> int:
         raise UsageError("sweep needs SPEC.toml (or --show STORE)")
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1; got {args.workers}")
-    from simulate.sweep import load_spec, run_sweep
+    from posflow.simulate.sweep import load_spec, run_sweep
 
     spec = load_spec(args.spec)
-    store = Path(args.store) if args.store else Path(Path(args.spec).stem + ".sweep")
+    store = Path(args.store) if args.store else default_store(spec)
     try:
         report = run_sweep(
             spec,

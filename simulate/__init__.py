@@ -2,24 +2,25 @@
 
 Public names are re-exported from the topical modules:
 
-* :mod:`simulate.kernels` — ``uniform_kernel``, ``alibi_kernel``, ``dense_kernel``,
+* :mod:`posflow.simulate.kernels` — ``uniform_kernel``, ``alibi_kernel``, ``dense_kernel``,
   ``alibi_slopes``, ``is_stochastically_monotone``, ``monotonicity_deficit``;
-* :mod:`simulate.rollout` — ``influence``, ``rollout_matrix``, ``diagonal``, ``constant``,
+* :mod:`posflow.simulate.rollout` — ``influence``, ``rollout_matrix``, ``diagonal``, ``constant``,
   ``power_decay``, ``total_mixing``, ``rollout_summary``;
-* :mod:`simulate.measured` — ``models``, ``config``, ``profile`` (five ALiBi LLMs, n = 256);
-* :mod:`simulate.compare` — ``w1``, ``w1_normalised``, ``spearman``, ``mean_position``,
+* :mod:`posflow.simulate.measured` — ``models``, ``config``, ``profile`` (five ALiBi LLMs, n = 256);
+* :mod:`posflow.simulate.compare` — ``w1``, ``w1_normalised``, ``spearman``, ``mean_position``,
   ``profile_shape``;
-* :mod:`simulate.orthogonal` — step laws (Haar, SO(2) blocks, Householder), ``haar``,
+* :mod:`posflow.simulate.orthogonal` — step laws (Haar, SO(2) blocks, Householder), ``haar``,
   ``mean_operator_norm``;
-* :mod:`simulate.transport` — route products, scores, masses, mixing windows, value-side
+* :mod:`posflow.simulate.transport` — route products, scores, masses, mixing windows, value-side
   transport and the stylized single-layer attention of [B].
 
-Sub-modules are imported on first use of ``simulate.<name>``; ``simulate.models`` needs torch.
+Sub-modules are imported on first use of ``simulate.<name>``; ``posflow.simulate.models`` needs
+torch.
 """
 
-from simulate import compare, measured, orthogonal, transport
-from simulate.compare import mean_position, profile_shape, spearman, w1, w1_normalised
-from simulate.kernels import (
+from posflow.simulate import compare, measured, orthogonal, transport
+from posflow.simulate.compare import mean_position, profile_shape, spearman, w1, w1_normalised
+from posflow.simulate.kernels import (
     Kernel,
     alibi_kernel,
     alibi_slopes,
@@ -28,7 +29,7 @@ from simulate.kernels import (
     monotonicity_deficit,
     uniform_kernel,
 )
-from simulate.rollout import (
+from posflow.simulate.rollout import (
     constant,
     diagonal,
     influence,

@@ -14,7 +14,14 @@ and head weights ``Ï‰_h``. Every factor is at most 1, so nothing overflows. O(kÂ
 from __future__ import annotations
 
 import numpy as np
+from numba import config as _numba_config
 from numba import njit
+from posflow.simulate._paths import numba_cache_dir
+
+# cache=True writes compiled code to disk: send it to the per-user cache, never beside the
+# source files of the installed package (unless the user chose a folder with NUMBA_CACHE_DIR).
+if not _numba_config.CACHE_DIR:
+    _numba_config.CACHE_DIR = str(numba_cache_dir())
 
 __all__ = ["alibi_step"]
 

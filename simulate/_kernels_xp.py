@@ -1,8 +1,8 @@
 """Generic (array API) kernel tables and rollout steps for the non-NumPy backends.
 
-Used by :mod:`simulate.kernels` and :mod:`simulate.rollout` when a kernel was built with
-``backend="torch"``, ``"cupy"`` or ``"array_api_strict"``; the NumPy backend keeps its numba
-recurrence (``simulate._alibi_nb``), which these functions match to rounding.
+Used by :mod:`posflow.simulate.kernels` and :mod:`posflow.simulate.rollout` when a kernel was built
+with ``backend="torch"``, ``"cupy"`` or ``"array_api_strict"``; the NumPy backend keeps its numba
+recurrence (``posflow.simulate._alibi_nb``), which these functions match to rounding.
 
 The ALiBi suffix recurrence ``G(j) = x_j + r·G(j+1)``, r = e^{-m}, is solved without a loop over
 positions by a chunked scan (:func:`suffix_scan`): positions are cut into blocks of length B;
@@ -17,7 +17,7 @@ set under ``ELEMENTS`` numbers.
 Rows beyond the ALiBi table (j ≥ s0 ≈ 45/min m) have stationary weights, so there the
 within-block sums of all heads collapse into one matmul of the rows of p with a single B×B
 matrix, and only the n/B block starts are scanned per head: cost O(n·(B + 2H)) for long
-contexts instead of O(n·H·B). Claims PB1–PB14 (the rollouts of :mod:`simulate.rollout`).
+contexts instead of O(n·H·B). Claims PB1–PB14 (the rollouts of :mod:`posflow.simulate.rollout`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ ELEMENTS = 2**27  # working-set budget (numbers per temporary) of one head group
 
 def namespace_of(kernel):
     """The array-api-compat namespace of a kernel's backend."""
-    from simulate.backend import namespace
+    from posflow.simulate.backend import namespace
 
     return namespace(kernel.backend)
 
@@ -138,7 +138,7 @@ def alibi_tables(kernel) -> dict:
 
 def dense_tables(kernel, A, causal: bool, atol: float) -> dict:
     """Validate a device matrix with the rules of DenseKernel and keep it on the device."""
-    from simulate.backend import asarray
+    from posflow.simulate.backend import asarray
 
     A = asarray(A, kernel.backend, kernel.device)
     xp = namespace_of(kernel)
@@ -151,7 +151,7 @@ def dense_tables(kernel, A, causal: bool, atol: float) -> dict:
 
     def first(mask, rule):
         if bool(xp.any(mask)):
-            from simulate.backend import to_numpy
+            from posflow.simulate.backend import to_numpy
 
             i, j = np.argwhere(to_numpy(mask))[0]
             raise ValueError(rule.format(i=i, j=j, v=float(A[int(i), int(j)])))
@@ -273,7 +273,7 @@ def residual_step(kernel, p, lam: float):
 
 def apply_left(kernel, p):
     """Kernel.apply_left for a device kernel: ``p`` of shape (n,) or (k, n), same backend."""
-    from simulate.backend import asarray
+    from posflow.simulate.backend import asarray
 
     xp = namespace_of(kernel)
     arr = asarray(p, kernel.backend, kernel.device)
@@ -311,7 +311,7 @@ def diagonal(ks, lam: np.ndarray, log: bool, shared: bool):
 
 def host(x):
     """A device array of any backend as NumPy; everything else unchanged."""
-    from simulate.backend import backend_of, to_numpy
+    from posflow.simulate.backend import backend_of, to_numpy
 
     return to_numpy(x) if backend_of(x) not in (None, "numpy") else x
 

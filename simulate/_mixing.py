@@ -1,6 +1,6 @@
 """Mixing windows, exact and Monte Carlo (paper [B], claims AT5, AT6, AT16).
 
-Re-exported by :mod:`simulate.transport`.
+Re-exported by :mod:`posflow.simulate.transport`.
 """
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from simulate.orthogonal import SO2BlockLaw, _check_int, _rng
+from posflow.simulate.orthogonal import SO2BlockLaw, _check_int, _rng
 
 __all__ = ["empirical_mixing_window", "empirical_route_mean", "mixing_window"]
 

@@ -1,4 +1,5 @@
-"""Stochastic monotonicity of causal kernels (claim PB8); re-exported by :mod:`simulate.kernels`.
+"""Stochastic monotonicity of causal kernels (claim PB8); re-exported by
+:mod:`posflow.simulate.kernels`.
 
 Row ``i'`` first-order dominates row ``i`` when the CDF of row ``i'`` never exceeds that of row
 ``i``; a kernel is stochastically monotone when this holds for every ``i < i'``.
@@ -7,14 +8,13 @@ Row ``i'`` first-order dominates row ``i`` when the CDF of row ``i'`` never exce
 from __future__ import annotations
 
 import numpy as np
-
-from simulate import _kernels_xp as _kxp
+from posflow.simulate import _kernels_xp as _kxp
 
 __all__ = ["is_stochastically_monotone", "monotonicity_deficit"]
 
 
 def _as_matrix(K) -> np.ndarray:
-    from simulate.kernels import Kernel
+    from posflow.simulate.kernels import Kernel
 
     if isinstance(K, Kernel):
         return np.asarray(_kxp.host(K.dense()), dtype=np.float64)

@@ -1,8 +1,8 @@
 """Stylized single-layer attention of paper [B] with a planted near target (claims AT12, AT19).
 
-Re-exported by :mod:`simulate.transport`. One query at the last position i = L − 1 of a length-L
-context attends over all j ≤ i. Only this query is needed, so route angles are suffix sums to i
-and every quantity costs O(L·d); no d×d products.
+Re-exported by :mod:`posflow.simulate.transport`. One query at the last position i = L − 1 of a
+length-L context attends over all j ≤ i. Only this query is needed, so route angles are suffix sums
+to i and every quantity costs O(L·d); no d×d products.
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from simulate.orthogonal import _check_int, _rng, rope_frequencies, rotate_blocks
+from posflow.simulate.orthogonal import _check_int, _rng, rope_frequencies, rotate_blocks
 
 __all__ = ["SCHEMES", "StylizedResult", "stylized_attention", "stylized_sweep"]
 

@@ -1,4 +1,4 @@
-"""The named experiments of :mod:`simulate.sweep`: parameters, checks and one run each.
+"""The named experiments of :mod:`posflow.simulate.sweep`: parameters, checks and one run each.
 
 Every experiment is a pure function of its parameters (random ones take the ``seed``
 parameter), computed on the requested array backend and reduced to a flat dict of Python
@@ -71,14 +71,14 @@ class Experiment:
 
 
 def _np(x) -> np.ndarray:
-    from simulate.backend import to_numpy
+    from posflow.simulate.backend import to_numpy
 
     return np.asarray(to_numpy(x), dtype=np.float64)
 
 
 def _rollout_profile(p: dict, backend: str, device) -> dict:
-    from simulate.kernels import alibi_kernel, alibi_slopes
-    from simulate.rollout import power_decay, rollout_summary
+    from posflow.simulate.kernels import alibi_kernel, alibi_slopes
+    from posflow.simulate.rollout import power_decay, rollout_summary
 
     slopes = alibi_slopes(p["heads"]) * p["slope_scale"]
     K = alibi_kernel(p["n"], slopes, p["content"], backend=backend, device=device)
@@ -92,8 +92,8 @@ def _rollout_profile(p: dict, backend: str, device) -> dict:
 
 
 def _dichotomy(p: dict, backend: str, device) -> dict:
-    from simulate.kernels import alibi_kernel, uniform_kernel
-    from simulate.rollout import diagonal, influence, power_decay, total_mixing
+    from posflow.simulate.kernels import alibi_kernel, uniform_kernel
+    from posflow.simulate.rollout import diagonal, influence, power_decay, total_mixing
 
     n = p["n"]
     if p["kernel"] == "uniform":
@@ -118,7 +118,7 @@ def _dichotomy(p: dict, backend: str, device) -> dict:
 
 
 def _far_mass(p: dict, backend: str, device) -> dict:
-    from simulate.backend import stylized_attention_xp
+    from posflow.simulate.backend import stylized_attention_xp
 
     kw = {k: v for k, v in p.items() if k not in ("scheme", "length")}
     res = stylized_attention_xp(

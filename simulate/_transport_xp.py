@@ -1,11 +1,11 @@
 """Generic (array API) SO(2) transport and Monte Carlo estimators of paper [B].
 
-Re-exported by :mod:`simulate.backend`. Every function takes arrays of any backend (NumPy,
+Re-exported by :mod:`posflow.simulate.backend`. Every function takes arrays of any backend (NumPy,
 torch, CuPy, array_api_strict), computes with the standard functions of their namespace, and
 returns arrays of the same kind; the NumPy references are the functions of
-:mod:`simulate.transport` of the same name without ``_xp``, which these match to rounding
+:mod:`posflow.simulate.transport` of the same name without ``_xp``, which these match to rounding
 (≤ 1e-10 in float64). Conventions (routes, half/interleaved pairing, wrapped angles) are those
-of :mod:`simulate.transport`.
+of :mod:`posflow.simulate.transport`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import numbers
 import numpy as np
 from array_api_compat import array_namespace
 from array_api_compat import device as _device_of
-
-from simulate.orthogonal import SO2BlockLaw, rope_frequencies
-from simulate.transport import ROUTES, SCHEMES, StylizedResult
+from posflow.simulate.orthogonal import SO2BlockLaw, rope_frequencies
+from posflow.simulate.transport import ROUTES, SCHEMES, StylizedResult
 
 __all__ = [
     "absolute_angles_xp",
@@ -61,7 +60,7 @@ def _positions(xp, q_pos, n_q: int, n: int, dev):
         if n_q > n:
             raise ValueError(f"q_pos is required when there are more queries ({n_q}) than keys")
         return xp.arange(n - n_q, n, dtype=xp.int64, device=dev)
-    from simulate.backend import to_numpy
+    from posflow.simulate.backend import to_numpy
 
     host = to_numpy(q_pos)
     if host.shape != (n_q,) or not np.issubdtype(host.dtype, np.integer):
@@ -79,7 +78,7 @@ def rotate_blocks_xp(x, angles, pairing: str = "half"):
     """Rotate every 2-block of x: y_b = R(angle_b) x_b (claim AT18); generic backend.
 
     y[i1] = x[i1] cos φ − x[i2] sin φ,  y[i2] = x[i1] sin φ + x[i2] cos φ with the pairs of
-    :func:`simulate.orthogonal.block_indices`. x: (..., d), d even; angles broadcastable to
+    :func:`posflow.simulate.orthogonal.block_indices`. x: (..., d), d even; angles broadcastable to
     (..., d/2). Returns the broadcast shape (..., d), same backend. Cost O(size of x).
     """
     xp = array_namespace(x, angles)
@@ -234,13 +233,13 @@ def route_mean_xp(
     ψ_b(n) = Σ_{s<n} θ_{s,b} by a cumulative sum over distances; ``"norm"``: |Ê e^{iψ_b}|
     (max over blocks unless ``per_block``), ``"cos"``: |Ê cos ψ_b| (mean over blocks unless
     ``per_block``), n = 0 … max_distance. Exact for the uniform law: (sin a/a)ⁿ.
-    Random angles from :func:`simulate.backend.random_source` (``host=True``: the numbers of
-    :func:`simulate.transport.empirical_route_mean`, which this then matches to 1e-10).
+    Random angles from :func:`posflow.simulate.backend.random_source` (``host=True``: the numbers of
+    :func:`posflow.simulate.transport.empirical_route_mean`, which this then matches to 1e-10).
 
     Returns (max_distance + 1,) or (max_distance + 1, d/2) on ``backend``. Cost
     O(max_distance·n_routes·d), memory O(n_routes·d) per chunk of distances.
     """
-    from simulate.backend import random_source
+    from posflow.simulate.backend import random_source
 
     if not isinstance(law, SO2BlockLaw):
         raise TypeError(f"law must be an SO2BlockLaw; got {type(law).__name__}")
@@ -331,16 +330,16 @@ def stylized_attention_xp(
 ) -> StylizedResult:
     """[B]'s stylized single-layer attention with a planted near target on any backend (AT19).
 
-    The model, parameters and measurements of :func:`simulate.transport.stylized_attention`
+    The model, parameters and measurements of :func:`posflow.simulate.transport.stylized_attention`
     (far mass ρ_D = Σ_{i−j ≥ W} a_ij, near weight, near-signal coefficient, output error, far
     residual), computed with the array API on ``backend``/``device``; random inputs from
-    :func:`simulate.backend.random_source`. With ``host=True`` (or NumPy) the draws are those of
-    the NumPy function and the results agree with it to 1e-10.
+    :func:`posflow.simulate.backend.random_source`. With ``host=True`` (or NumPy) the draws are
+    those of the NumPy function and the results agree with it to 1e-10.
 
-    Returns a :class:`simulate.transport.StylizedResult` (per-trial NumPy arrays). Cost
+    Returns a :class:`posflow.simulate.transport.StylizedResult` (per-trial NumPy arrays). Cost
     O(n_trials·L·d) on the device.
     """
-    from simulate.backend import random_source
+    from posflow.simulate.backend import random_source
 
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")

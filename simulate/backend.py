@@ -6,10 +6,10 @@ implementation of the array API standard, used to prove that the generic path us
 else). Generic code asks :func:`namespace` for the array-api-compat namespace ``xp`` and calls
 only standard functions on it, so the same lines run on every backend; float64 throughout.
 
-Kernel constructors (:mod:`simulate.kernels`) take ``backend=``/``device=``; the rollout
+Kernel constructors (:mod:`posflow.simulate.kernels`) take ``backend=``/``device=``; the rollout
 functions then run on that backend and return its arrays. The SO(2) transport and the Monte
 Carlo estimators of [B] have generic versions here (``so2_scores_xp`` …, from
-``simulate._transport_xp``) that accept any backend's arrays and return the same kind.
+``posflow.simulate._transport_xp``) that accept any backend's arrays and return the same kind.
 
 Random numbers come from one adapter per backend (:func:`random_source`): a NumPy
 ``Generator``, a ``torch.Generator`` or a CuPy ``RandomState``, seeded from ``seed`` (None, an
@@ -321,7 +321,7 @@ def random_source(seed=None, backend: str = "numpy", device=None, *, host: bool 
     return RandomSource(seed, backend, device, host)
 
 
-from simulate._transport_xp import (  # noqa: E402  (generic SO(2) transport, needs the above)
+from posflow.simulate._transport_xp import (  # noqa: E402  (generic SO(2) transport, needs the above)
     absolute_angles_xp,
     attention_weights_xp,
     near_far_mass_xp,

@@ -12,18 +12,18 @@ apply them to a row vector without forming the matrix:
 Constructors take ``backend=`` (``"numpy"`` by default, ``"torch"``, ``"cupy"``,
 ``"array_api_strict"``; inferred from array arguments when None) and ``device=``. A kernel on
 another backend keeps its tables on that device, and ``dense``, ``diagonal``, ``apply_left`` and
-the rollouts of :mod:`simulate.rollout` return that backend's arrays (generic code in
-``simulate._kernels_xp``: chunked scans instead of the numba recurrence of the NumPy backend).
+the rollouts of :mod:`posflow.simulate.rollout` return that backend's arrays (generic code in
+``posflow.simulate._kernels_xp``: chunked scans instead of the numba recurrence of the NumPy
+backend).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from simulate import _kernels_xp as _kxp
-from simulate._alibi_nb import alibi_step as _alibi_step
-from simulate._monotone import is_stochastically_monotone, monotonicity_deficit
-from simulate._validate import as_vector, ensure_fits
+from posflow.simulate import _kernels_xp as _kxp
+from posflow.simulate._alibi_nb import alibi_step as _alibi_step
+from posflow.simulate._monotone import is_stochastically_monotone, monotonicity_deficit
+from posflow.simulate._validate import as_vector, ensure_fits
 
 __all__ = [
     "AlibiKernel",
@@ -53,7 +53,7 @@ class Kernel:
 
     def _place(self, backend, device, *arrays) -> None:
         """Set ``backend``/``device``; None infers them from the array arguments."""
-        from simulate.backend import resolve_backend
+        from posflow.simulate.backend import resolve_backend
 
         self.backend, self.device = resolve_backend(backend, device, *arrays)
 
@@ -333,7 +333,7 @@ def alibi_kernel(
     backend, device : str, optional
         Array backend (``"numpy"`` default, ``"torch"``, ``"cupy"``) and its device; inferred
         from array arguments when None. Off NumPy, ``apply_left`` runs a chunked scan with
-        blocks of B = ``simulate._kernels_xp.BLOCK``: O(n·H·B) over the first 45/min m rows,
+        blocks of B = ``posflow.simulate._kernels_xp.BLOCK``: O(n·H·B) over the first 45/min m rows,
         O(n·(B + 2H)) over the stationary rows beyond.
 
     Returns

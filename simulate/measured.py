@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-
-from simulate.kernels import alibi_kernel
-from simulate.rollout import influence
+from posflow.simulate.kernels import alibi_kernel
+from posflow.simulate.rollout import influence
 
 __all__ = [
     "DATASETS",
@@ -168,7 +167,7 @@ def pack_configs(src_root, dest) -> int:
 
 @functools.cache
 def _table() -> dict[tuple[str, str, str], MeasuredConfig]:
-    blob = resources.files("simulate").joinpath("data", DATA_FILE).read_bytes()
+    blob = resources.files("posflow.simulate").joinpath("data", DATA_FILE).read_bytes()
     out = {}
     for e in json.loads(gzip.decompress(blob))["configs"]:
         cfg = MeasuredConfig(

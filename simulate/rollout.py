@@ -8,9 +8,9 @@ The influence profile ``p`` is computed as a vector chain (T row-vector–kernel
 a matrix–matrix product: O(T·n·H) for ALiBi kernels, O(T·n) for the uniform kernel, O(T·n²) for
 dense ones. Claims PB1–PB14.
 
-Kernels built on another backend (``backend="torch"``, ``"cupy"``, … in :mod:`simulate.kernels`)
-make these functions run on that backend and device and return its arrays; all kernels of one
-rollout must share the backend and device.
+Kernels built on another backend (``backend="torch"``, ``"cupy"``, … in
+:mod:`posflow.simulate.kernels`) make these functions run on that backend and device and return its
+arrays; all kernels of one rollout must share the backend and device.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-from simulate import _kernels_xp as _kxp
-from simulate._validate import as_lambdas, ensure_fits
-from simulate.kernels import Kernel
+from posflow.simulate import _kernels_xp as _kxp
+from posflow.simulate._validate import as_lambdas, ensure_fits
+from posflow.simulate.kernels import Kernel
 
 __all__ = [
     "constant",

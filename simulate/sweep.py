@@ -30,7 +30,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from simulate._sweep_experiments import EXPERIMENTS, Experiment
+from posflow.simulate._sweep_experiments import EXPERIMENTS, Experiment
 
 __all__ = [
     "EXPERIMENTS",
@@ -338,7 +338,7 @@ def run_sweep(
     that is not installed, a foreign store, or a task that failed (finished tasks are kept),
     and ImportError naming ``pip install -e .[cluster]`` when dask.distributed is missing.
     """
-    from simulate.backend import resolve_backend
+    from posflow.simulate.backend import resolve_backend
 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1; got {workers!r}")

@@ -20,17 +20,16 @@ the prefix angles of :func:`absolute_angles`. Scores are (G_iᵀ q_i)·(G_jᵀ k
 or O(n·d³) for general steps once, plus one matmul. Entries with j > i use the same formula (the
 inverse route); :func:`attention_weights` masks them.
 
-The stylized single-layer model of [B] (``simulate._stylized``) and the mixing-window estimates
-(``simulate._mixing``) live in private modules and are re-exported here.
+The stylized single-layer model of [B] (``posflow.simulate._stylized``) and the mixing-window
+estimates (``posflow.simulate._mixing``) live in private modules and are re-exported here.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from simulate._mixing import empirical_mixing_window, empirical_route_mean, mixing_window
-from simulate._stylized import SCHEMES, StylizedResult, stylized_attention, stylized_sweep
-from simulate.orthogonal import _check_int, rotate_blocks
+from posflow.simulate._mixing import empirical_mixing_window, empirical_route_mean, mixing_window
+from posflow.simulate._stylized import SCHEMES, StylizedResult, stylized_attention, stylized_sweep
+from posflow.simulate.orthogonal import _check_int, rotate_blocks
 
 __all__ = [
     "ROUTES",

@@ -4,10 +4,9 @@ import numpy as np
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
-from simulate.rollout import diagonal, influence, power_decay
-from theory.rollout import collapses
+from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
+from posflow.simulate.rollout import diagonal, influence, power_decay
+from posflow.theory.rollout import collapses
 
 t = sp.Symbol("t", integer=True, nonnegative=True)
 floats = dict(allow_nan=False, allow_infinity=False)

@@ -6,11 +6,10 @@ import sys
 
 import numpy as np
 import pytest
-
-from proofs_checks.cli import main
-from simulate import measured
-from simulate.kernels import alibi_kernel, alibi_slopes
-from simulate.rollout import influence, power_decay
+from posflow.proofs_checks.cli import main
+from posflow.simulate import measured
+from posflow.simulate.kernels import alibi_kernel, alibi_slopes
+from posflow.simulate.rollout import influence, power_decay
 
 
 def run(capsys, *argv):
@@ -94,12 +93,12 @@ def test_bad_arguments_one_line_exit_2(capsys, argv, match):
     assert match in err and err.count("\n") == 1
 
 
-def test_python_dash_m_runs_the_same_cli():
+def test_python_dash_m_runs_the_same_cli(tmp_path):
     r = subprocess.run(
         [
             sys.executable,
             "-m",
-            "proofs_checks",
+            "posflow",
             "rollout",
             "--n",
             "8",
@@ -112,7 +111,22 @@ def test_python_dash_m_runs_the_same_cli():
         capture_output=True,
         text=True,
         check=False,
+        cwd=tmp_path,
     )
     assert r.returncode == 0, r.stderr
     p = influence(alibi_kernel(8, 0.0), [0.3] * 4)
     np.testing.assert_allclose(json.loads(r.stdout)["profile"], p, atol=1e-15)
+
+
+def test_only_the_posflow_namespace_is_installed(tmp_path):
+    """Nothing installs a generic top-level name; a user's own simulate.py cannot shadow posflow."""
+    (tmp_path / "simulate.py").write_text("raise SystemExit('shadowed')\n")
+    code = (
+        "import importlib.util as u, posflow.simulate as s, posflow\n"
+        "assert all(u.find_spec(m) is None for m in ('theory', 'proofs_checks'))\n"
+        "print(s.__name__, posflow.influence is s.influence)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       check=False, cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["posflow.simulate", "True"]

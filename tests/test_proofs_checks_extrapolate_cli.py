@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from proofs_checks.cli import main  # noqa: E402
+from posflow.proofs_checks.cli import main  # noqa: E402
 
 TINY = ["--train-len", "8", "--max-factor", "4", "--steps", "2", "--batch-size", "2",
         "--n-layer", "1", "--n-head", "2", "--d-model", "16", "--max-bytes", "40000",

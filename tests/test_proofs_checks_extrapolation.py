@@ -7,23 +7,22 @@ import math
 
 import numpy as np
 import pytest
-
-from proofs_checks import counterexamples
-from proofs_checks.extrapolation_common import (
+from posflow.proofs_checks import counterexamples
+from posflow.proofs_checks.extrapolation_common import (
     loglog_slope,
     mean_se,
     phase_paths,
     z_limit,
 )
-from proofs_checks.registry import STATUSES, Context, get_claim, run_claim
-from proofs_checks.relaxations_at import (
+from posflow.proofs_checks.registry import STATUSES, Context, get_claim, run_claim
+from posflow.proofs_checks.relaxations_at import (
     bounded_logits_violation,
     commuting_expectation,
     commuting_violation,
     spectral_gap_violation,
     zero_mean_violation,
 )
-from simulate.orthogonal import SO2BlockLaw
+from posflow.simulate.orthogonal import SO2BlockLaw
 
 IDS = [f"AT{k}" for k in range(1, 20)]
 KEYS = {
@@ -246,7 +245,7 @@ def test_at14_relaxation_monte_carlo_agrees_with_the_exact_moment():
 def test_at14_relaxation_flags_an_excess_over_the_bound(monkeypatch):
     # Lazy Haar steps cannot beat the true bound (E M = c I), so no honest example breaks it;
     # the sign logic is checked against a deliberately halved bound instead.
-    from proofs_checks import relaxations_at
+    from posflow.proofs_checks import relaxations_at
 
     ex = {
         "d": 2,

@@ -1,11 +1,11 @@
-"""proofs_checks.extrapolation_trained: claim AT20 judged from a run store (no torch needed)."""
+"""posflow.proofs_checks.extrapolation_trained: claim AT20 judged from a run store (no torch
+needed)."""
 
 import json
 
 import pytest
-
-from proofs_checks import extrapolation_trained as AT
-from proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context
+from posflow.proofs_checks import extrapolation_trained as AT
+from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context
 
 
 def paper_rows():
@@ -59,7 +59,7 @@ def test_each_sub_claim_can_fail_and_missing_schemes_are_inconclusive():
 
 
 def test_at20_reads_the_store_and_plots(tmp_path, monkeypatch):
-    monkeypatch.setattr(AT, "DEFAULT_STORE", tmp_path / "store")
+    monkeypatch.setattr(AT, "COMMITTED_STORE", tmp_path / "store")
     ev = AT.at20(Context(out=tmp_path / "out"))
     assert ev.status == INCONCLUSIVE and "posflow extrapolate" in ev.summary
     write_store(tmp_path / "store", paper_rows())

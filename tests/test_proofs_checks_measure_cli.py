@@ -8,12 +8,12 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from proofs_checks import measure_cli  # noqa: E402
-from proofs_checks.cli import main  # noqa: E402
-from simulate.models.corpus import load_corpus, windows  # noqa: E402
-from simulate.models.lm import LMConfig  # noqa: E402
-from simulate.models.measure import measure  # noqa: E402
-from simulate.models.train import TrainConfig, train  # noqa: E402
+from posflow.proofs_checks import measure_cli  # noqa: E402
+from posflow.proofs_checks.cli import main  # noqa: E402
+from posflow.simulate.models.corpus import load_corpus, windows  # noqa: E402
+from posflow.simulate.models.lm import LMConfig  # noqa: E402
+from posflow.simulate.models.measure import measure  # noqa: E402
+from posflow.simulate.models.train import TrainConfig, train  # noqa: E402
 
 SMALL = ["--n", "16", "--num-seqs", "4", "--max-bytes", "20000"]
 
@@ -84,7 +84,7 @@ def test_train_flag_trains_the_tiny_preset_once(capsys, monkeypatch, tmp_path):
     res = json.loads(out)
     assert res["architecture"] == "posflow" and len(res["lambdas"]) == 2
     assert res["slopes"] == pytest.approx([2**-4, 2**-8])
-    assert list((tmp_path / "posflow").glob("tiny-*.pt"))
+    assert list((tmp_path / "posflow" / "models").glob("tiny-*.pt"))
 
 
 def test_help_documents_the_conventions(capsys):

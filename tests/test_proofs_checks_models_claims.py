@@ -5,9 +5,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from proofs_checks import models_claims
-from proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context, get_claim
-from simulate.models import train as T
+from posflow.proofs_checks import models_claims
+from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context, get_claim
+from posflow.simulate.models import train as T
 
 
 @pytest.fixture
@@ -55,8 +55,7 @@ def test_without_torch_both_are_inconclusive(monkeypatch):
 def test_hand_computation_is_not_the_hook():
     """The hand λ of an ALiBi LM changes when the slopes it reads are wrong."""
     import torch
-
-    from simulate.models.lm import LM, LMConfig
+    from posflow.simulate.models.lm import LM, LMConfig
 
     model = LM(LMConfig(n_layer=1, n_head=2, d_model=16), seed=1).double()
     ids = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (2, 12)))

@@ -5,11 +5,10 @@ import math
 
 import numpy as np
 import pytest
-
-from proofs_checks.registry import HOLDS, Context, get_claim, run_claim
-from simulate.compare import profile_shape
-from simulate.kernels import uniform_kernel
-from simulate.rollout import constant, influence, power_decay
+from posflow.proofs_checks.registry import HOLDS, Context, get_claim, run_claim
+from posflow.simulate.compare import profile_shape
+from posflow.simulate.kernels import uniform_kernel
+from posflow.simulate.rollout import constant, influence, power_decay
 
 IDS = [f"PB{k}" for k in range(1, 15)]
 
@@ -75,7 +74,7 @@ def test_pb12_numbers(results):
 
 
 def test_pb14_table_matches_direct_profiles(results):
-    from simulate import measured
+    from posflow.simulate import measured
 
     table = results["PB14"].evidence.measured["models"]
     for model, row in table.items():
@@ -97,7 +96,7 @@ def test_pb11_regimes_contain_all_shapes(results):
     reg = results["PB11"].evidence.measured["regimes"]
     assert reg["criteria"]["strict_U_in_every_setting"]
     # a direct recomputation of one grid cell: λ = 0.1, T = 32, single head m = 0.05
-    from simulate.kernels import alibi_kernel
+    from posflow.simulate.kernels import alibi_kernel
 
     p = influence(alibi_kernel(256, 0.05), constant(0.1, 32))
     grid = results["PB11"].evidence.measured["grids"]["single head m = 0.05, c = 0"]

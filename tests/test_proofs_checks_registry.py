@@ -3,10 +3,9 @@
 import json
 
 import pytest
-
-from proofs_checks import registry
-from proofs_checks.cli import main
-from proofs_checks.registry import Context, Evidence
+from posflow.proofs_checks import registry
+from posflow.proofs_checks.cli import main
+from posflow.proofs_checks.registry import Context, Evidence
 
 
 def test_ids_are_ordered_and_selectable():

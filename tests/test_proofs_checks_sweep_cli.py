@@ -6,9 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
-from proofs_checks import cli
-from simulate import sweep
+from posflow.proofs_checks import cli
+from posflow.simulate import sweep
 
 needs_dask = pytest.mark.skipif(
     importlib.util.find_spec("distributed") is None, reason="dask.distributed is not installed"
@@ -129,7 +128,7 @@ def test_usage_errors(capsys, spec_file, tmp_path):
 
 def test_posflow_starts_without_importing_dask():
     code = (
-        "import sys; from proofs_checks import cli; cli.build_parser(); "
+        "import sys; from posflow.proofs_checks import cli; cli.build_parser(); "
         "print(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from simulate import _kernels_xp, backend, transport
-from simulate.kernels import alibi_kernel, alibi_slopes, dense_kernel, uniform_kernel
-from simulate.orthogonal import SO2BlockLaw
-from simulate.rollout import (
+from posflow.simulate import _kernels_xp, backend, transport
+from posflow.simulate.kernels import alibi_kernel, alibi_slopes, dense_kernel, uniform_kernel
+from posflow.simulate.orthogonal import SO2BlockLaw
+from posflow.simulate.rollout import (
     diagonal,
     influence,
     power_decay,

@@ -1,12 +1,10 @@
-"""simulate.kernels against an independent dense softmax reference."""
+"""posflow.simulate.kernels against an independent dense softmax reference."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.special import softmax
-
-from simulate.kernels import (
+from posflow.simulate.kernels import (
     alibi_kernel,
     alibi_slopes,
     dense_kernel,
@@ -14,6 +12,7 @@ from simulate.kernels import (
     monotonicity_deficit,
     uniform_kernel,
 )
+from scipy.special import softmax
 
 
 def reference_alibi(n, slopes, content, weights=None):

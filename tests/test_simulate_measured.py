@@ -1,4 +1,5 @@
-"""simulate.measured: the packed data equal the released YAML; the real-model profiles' facts."""
+"""posflow.simulate.measured: the packed data equal the released YAML; the real-model profiles'
+facts."""
 
 import gzip
 import json
@@ -6,10 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from simulate import measured
-from simulate.kernels import alibi_kernel, alibi_slopes
-from simulate.rollout import influence
+from posflow.simulate import measured
+from posflow.simulate.kernels import alibi_kernel, alibi_slopes
+from posflow.simulate.rollout import influence
 
 RELEASE = Path(__file__).resolve().parents[2] / "shared/data/ml-uhh-position-bias"
 ALIBI = RELEASE / "config/rollout/alibi"
@@ -53,7 +53,7 @@ def test_pack_reproduces_the_shipped_file_from_the_release(tmp_path):
 
     shipped = json.loads(
         gzip.decompress(
-            resources.files("simulate").joinpath("data", measured.DATA_FILE).read_bytes()
+            resources.files("posflow.simulate").joinpath("data", measured.DATA_FILE).read_bytes()
         )
     )
     assert ours == shipped

@@ -1,12 +1,11 @@
-"""simulate.models.corpus: the offline byte corpus, windows and training batches."""
+"""posflow.simulate.models.corpus: the offline byte corpus, windows and training batches."""
 
 import sysconfig
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from simulate.models import corpus as C
+from posflow.simulate.models import corpus as C
 
 
 def test_stdlib_files_are_sorted_python_sources_outside_site_packages():

@@ -1,4 +1,5 @@
-"""simulate.models.extrapolate: chunked attention, perplexity, the resumable run store (AT20)."""
+"""posflow.simulate.models.extrapolate: chunked attention, perplexity, the resumable run store
+(AT20)."""
 
 import json
 import math
@@ -8,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from simulate.models import extrapolate as X  # noqa: E402
-from simulate.models.corpus import load_corpus, windows  # noqa: E402
+from posflow.simulate.models import extrapolate as X  # noqa: E402
+from posflow.simulate.models.corpus import load_corpus, windows  # noqa: E402
 
 TINY = dict(train_len=8, max_factor=4, steps=3, batch_size=4, n_layer=1, n_head=2, d_model=16,
             max_bytes=60_000, eval_tokens=64, min_windows=2, chunk=5, warmup=1)  # fmt: skip

@@ -1,4 +1,4 @@
-"""simulate.models.lm: the small decoder-only LM and its pluggable position schemes."""
+"""posflow.simulate.models.lm: the small decoder-only LM and its pluggable position schemes."""
 
 import math
 
@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from simulate.kernels import alibi_slopes  # noqa: E402
-from simulate.models import lm  # noqa: E402
-from simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme, register_scheme  # noqa: E402
+from posflow.simulate.kernels import alibi_slopes  # noqa: E402
+from posflow.simulate.models import lm  # noqa: E402
+from posflow.simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme, register_scheme  # noqa: E402
 
 
 def tiny(scheme="alibi", n_layer=2, seed=0, **opts):

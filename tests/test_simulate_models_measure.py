@@ -1,4 +1,4 @@
-"""simulate.models.measure: hooks on GPT-2, BLOOM, Falcon, MPT, Llama and posflow's LM.
+"""posflow.simulate.models.measure: hooks on GPT-2, BLOOM, Falcon, MPT, Llama and posflow's LM.
 
 Every adapter is checked on a tiny randomly initialised float64 model built from a config (no
 download) against a hand computation: block inputs from ``output_hidden_states``, then the
@@ -15,9 +15,9 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from simulate.kernels import alibi_slopes  # noqa: E402
-from simulate.models import measure as M  # noqa: E402
-from simulate.models.lm import LM, LMConfig  # noqa: E402
+from posflow.simulate.kernels import alibi_slopes  # noqa: E402
+from posflow.simulate.models import measure as M  # noqa: E402
+from posflow.simulate.models.lm import LM, LMConfig  # noqa: E402
 
 V, N, n = 64, 3, 10
 

@@ -1,4 +1,4 @@
-"""simulate.models.predict: rollout predictions (a), (b), (c) and their distances (PB15)."""
+"""posflow.simulate.models.predict: rollout predictions (a), (b), (c) and their distances (PB15)."""
 
 import math
 
@@ -8,8 +8,8 @@ from scipy import stats
 
 pytest.importorskip("torch")
 
-from simulate.models.measure import Measurement
-from simulate.models.predict import compare_profiles, predict_profiles
+from posflow.simulate.models.measure import Measurement
+from posflow.simulate.models.predict import compare_profiles, predict_profiles
 
 L, H, n, d = 3, 2, 7, 16
 

@@ -1,4 +1,5 @@
-"""simulate.models.schemes: the transport schemes against simulate.transport (claim AT18)."""
+"""posflow.simulate.models.schemes: the transport schemes against simulate.transport (claim
+AT18)."""
 
 import math
 
@@ -9,10 +10,10 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
-from simulate import transport as T  # noqa: E402
-from simulate.models import schemes as S  # noqa: E402
-from simulate.models.lm import LM, SCHEMES, LMConfig  # noqa: E402
-from simulate.orthogonal import rope_frequencies, so2_matrices  # noqa: E402
+from posflow.simulate import transport as T  # noqa: E402
+from posflow.simulate.models import schemes as S  # noqa: E402
+from posflow.simulate.models.lm import LM, SCHEMES, LMConfig  # noqa: E402
+from posflow.simulate.orthogonal import rope_frequencies, so2_matrices  # noqa: E402
 
 LOW = np.tril_indices(9)
 

@@ -1,4 +1,4 @@
-"""simulate.models.train: deterministic training, checkpoints and the user cache."""
+"""posflow.simulate.models.train: deterministic training, checkpoints and the user cache."""
 
 import math
 
@@ -7,9 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from simulate.models import train as T  # noqa: E402
-from simulate.models.corpus import Corpus  # noqa: E402
-from simulate.models.lm import LM, LMConfig  # noqa: E402
+from posflow.simulate.models import train as T  # noqa: E402
+from posflow.simulate.models.corpus import Corpus  # noqa: E402
+from posflow.simulate.models.lm import LM, LMConfig  # noqa: E402
 
 SMALL = LMConfig(n_layer=1, n_head=2, d_model=16)
 
@@ -68,11 +68,11 @@ def test_learning_rate_warms_up_then_decays_to_a_tenth():
 
 
 def test_cached_model_trains_once(monkeypatch, tmp_path, periodic):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert T.cache_dir() == tmp_path / "posflow"
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(tmp_path / "posflow"))
+    assert T.cache_dir() == tmp_path / "posflow" / "models"
     monkeypatch.setitem(T.PRESETS, "quick", T._Preset(SMALL, fast(steps=3), "test"))
     model, record, path = T.cached_model("quick")
-    assert path.parent == tmp_path / "posflow" and path.is_file()
+    assert path.parent == tmp_path / "posflow" / "models" and path.is_file()
     assert len(record["history"]) == 3
 
     def boom(*a, **k):
@@ -83,8 +83,25 @@ def test_cached_model_trains_once(monkeypatch, tmp_path, periodic):
     assert path2 == path and record2["history"] == record["history"]
     for k, v in model.state_dict().items():
         assert torch.equal(v, again.state_dict()[k])
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    assert T.cache_dir().parts[-2:] == (".cache", "posflow")
+    # a changed trainer never reuses the cached model: the key holds a hash of its code
+    monkeypatch.setattr(T, "training_code_hash", lambda: "0" * 16)
+    monkeypatch.setattr(T, "train", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("new")))
+    with pytest.raises(RuntimeError, match="new"):
+        T.cached_model("quick")
+    monkeypatch.delenv("POSFLOW_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert T.cache_dir() == tmp_path / "xdg" / "posflow" / "models"
+
+
+def test_training_code_hash_follows_the_source():
+    import hashlib
+    from importlib import resources
+
+    h = hashlib.sha256()
+    for name in ("train.py", "lm.py", "corpus.py", "schemes.py"):
+        h.update(name.encode())
+        h.update(resources.files("posflow.simulate.models").joinpath(name).read_bytes())
+    assert T.training_code_hash() == h.hexdigest()[:16]
 
 
 def test_bad_inputs(tmp_path, periodic):

@@ -1,12 +1,11 @@
-"""simulate.rollout against a plain dense matrix-product reference."""
+"""posflow.simulate.rollout against a plain dense matrix-product reference."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
-from simulate.rollout import (
+from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
+from posflow.simulate.rollout import (
     constant,
     diagonal,
     influence,

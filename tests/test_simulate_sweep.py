@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from simulate import sweep
-from simulate.kernels import uniform_kernel
-from simulate.rollout import power_decay
+from posflow.simulate import sweep
+from posflow.simulate.kernels import uniform_kernel
+from posflow.simulate.rollout import power_decay
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_dask = pytest.mark.skipif(
@@ -250,7 +249,7 @@ def test_a_sweep_killed_with_sigkill_resumes_with_every_row_once(tmp_path):
     spec_file.write_text(KILL_SPEC, encoding="utf-8")
     store = tmp_path / "store"
     db = store / sweep.STORE_FILE
-    cmd = [sys.executable, "-m", "proofs_checks", "sweep", str(spec_file), "--store", str(store)]
+    cmd = [sys.executable, "-m", "posflow", "sweep", str(spec_file), "--store", str(store)]
     proc = subprocess.Popen(
         [*cmd, "--workers", "1"],
         stdout=subprocess.DEVNULL,

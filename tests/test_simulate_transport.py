@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from simulate._stylized import _draw_inputs
-from simulate.orthogonal import (
+from posflow.simulate._stylized import _draw_inputs
+from posflow.simulate.orthogonal import (
     HaarLaw,
     HouseholderLaw,
     SO2BlockLaw,
@@ -18,7 +17,7 @@ from simulate.orthogonal import (
     rotate_blocks,
     so2_matrices,
 )
-from simulate.transport import (
+from posflow.simulate.transport import (
     SCHEMES,
     absolute_angles,
     attention_weights,

@@ -14,8 +14,7 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from theory import rollout as ro
+from posflow.theory import rollout as ro
 
 # ----------------------------------------------------------------------------- helpers
 

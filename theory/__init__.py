@@ -10,6 +10,6 @@ rollout
 ``theory`` never imports ``simulate`` or ``proofs_checks``.
 """
 
-from theory import rollout, transport
+from posflow.theory import rollout, transport
 
 __all__ = ["rollout", "transport"]

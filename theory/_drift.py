@@ -16,7 +16,7 @@ Closed forms are derived here by symbolic summation and limits (not typed in):
 * the background b of the logits has no effect (softmax shift invariance);
 * the residual scales the drift by λ.
 
-Re-exported from :mod:`theory.rollout`.
+Re-exported from :mod:`posflow.theory.rollout`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from typing import NamedTuple
 import mpmath
 import numpy as np
 import sympy as sp
-
-from theory._exact import as_count
+from posflow.theory._exact import as_count
 
 __all__ = [
     "DriftDerivative",
@@ -193,7 +192,7 @@ def residual_drift_residual(n: int) -> list[sp.Expr]:
     ``Σ_j R_ij (i-j) - λ Σ_j A_ij (i-j)``, all zero (claim PB9: the backward chain's drift is
     ``-λ μ(i)``; the lazy mass stays on the current token).
     """
-    from theory.rollout import symbolic_kernel
+    from posflow.theory.rollout import symbolic_kernel
 
     n = as_count(n, "n")
     A, _ = symbolic_kernel(n, "a", stochastic=True)

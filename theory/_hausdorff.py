@@ -9,7 +9,7 @@ Hausdorff matrix of ``X = ∏_t X_t``. Its last row is a binomial mixture:
     p(j) = C(n-1, j) E[X^j (1-X)^{n-1-j}]
          = C(n-1, j) Σ_r C(n-1-j, r) (-1)^r m_{j+r},   m_k = E[X^k] = ∏_t (1 - λ_t + λ_t/(k+1)).
 
-Re-exported from :mod:`theory.rollout` (claim PB12).
+Re-exported from :mod:`posflow.theory.rollout` (claim PB12).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from fractions import Fraction
 
 import numpy as np
 import sympy as sp
+from posflow.theory._exact import as_count, as_exact_lambdas, to_fraction
 from scipy import special
-
-from theory._exact import as_count, as_exact_lambdas, to_fraction
 
 __all__ = ["LimitLaw", "hausdorff_moments", "influence_exact", "limit_law"]
 

@@ -17,7 +17,7 @@ turns the answer into None.
 
 Only limits that sympy returns as definite extended-real values are used; anything else leaves
 the answer undecided (None), so an answer is never guessed. Re-exported from
-:mod:`theory.rollout`.
+:mod:`posflow.theory.rollout`.
 """
 
 from __future__ import annotations

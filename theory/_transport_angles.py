@@ -1,7 +1,7 @@
 """Angle laws of [B]: characteristic functions and phase moments (private).
 
-Re-exported by :mod:`theory.transport`. Claims AT1 (SO(2) characteristic decay), AT16 (RoPE has
-no decay and leaves its trained phase range), AT17 (positive-mean angles drift).
+Re-exported by :mod:`posflow.theory.transport`. Claims AT1 (SO(2) characteristic decay), AT16 (RoPE
+has no decay and leaves its trained phase range), AT17 (positive-mean angles drift).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Input validation and small shared pieces of :mod:`theory.transport` (private).
+"""Input validation and small shared pieces of :mod:`posflow.theory.transport` (private).
 
-Every public function of :mod:`theory.transport` checks its arguments here, so that bad input
-raises one ``ValueError``/``TypeError`` whose message names the argument and the rule it broke.
+Every public function of :mod:`posflow.theory.transport` checks its arguments here, so that bad
+input raises one ``ValueError``/``TypeError`` whose message names the argument and the rule it
+broke.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Far-mass bounds of [B] (private; re-exported by :mod:`theory.transport`).
+"""Far-mass bounds of [B] (private; re-exported by :mod:`posflow.theory.transport`).
 
 * AT10: with K near and M far logits in [-λ, λ], the far mass ρ_D ≥ M/(M + K e^{2λ}), attained.
 * AT13: with an ALiBi bias -m·n at distance n, the far mass beyond a near window of W tokens is

@@ -1,4 +1,4 @@
-"""Concentration tails of [B] (private; re-exported by :mod:`theory.transport`).
+"""Concentration tails of [B] (private; re-exported by :mod:`posflow.theory.transport`).
 
 * AT7: Lévy / spherical-cap tail for a uniform unit vector, and its exact Beta-law tail.
 * AT8: Hoeffding tail for a score made of fully mixed SO(2) blocks.

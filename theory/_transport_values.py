@@ -1,7 +1,7 @@
 """Value-side incoherence of [B] for SO(2) value rotations (private; claim AT14).
 
-Re-exported by :mod:`theory.transport`. Far values transported by independent random rotations
-add up incoherently: the expected squared norm of the far residual is of the order of
+Re-exported by :mod:`posflow.theory.transport`. Far values transported by independent random
+rotations add up incoherently: the expected squared norm of the far residual is of the order of
 Σ a_j² ‖v_j‖² instead of (Σ a_j)² ‖v̄‖².
 
 Convention: the value at distance n_j from the query is rotated by P_j = R(φ_j) with

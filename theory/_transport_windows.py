@@ -1,6 +1,6 @@
 """Mixing windows and random Householder steps of [B] (private).
 
-Re-exported by :mod:`theory.transport`. Claims AT4 (Householder mean and spectrum), AT5 (the
+Re-exported by :mod:`posflow.theory.transport`. Claims AT4 (Householder mean and spectrum), AT5 (the
 mixing window depends on the step law only), AT6 (per-block windows for RoPE frequencies).
 """
 

@@ -7,10 +7,10 @@ influence profile is the last row of P.
 This module holds the symbolic rollout (closure, the diagonal identity and its bound chain) and
 re-exports the rest of the exact theory:
 
-* drift terms of the four forces (from :mod:`theory._drift`, claim PB9);
+* drift terms of the four forces (from :mod:`posflow.theory._drift`, claim PB9);
 * the Hausdorff closed form of the uniform-kernel rollout and its n → ∞ limit law
-  (from :mod:`theory._hausdorff`, claim PB12);
-* summability of λ schedules, which decides collapse (from :mod:`theory._summability`,
+  (from :mod:`posflow.theory._hausdorff`, claim PB12);
+* summability of λ schedules, which decides collapse (from :mod:`posflow.theory._summability`,
   claims PB5/PB6).
 """
 
@@ -21,8 +21,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 import sympy as sp
-
-from theory._drift import (
+from posflow.theory._drift import (
     DriftDerivative,
     alibi_drift,
     alibi_drift_expr,
@@ -34,9 +33,9 @@ from theory._drift import (
     residual_drift_residual,
     uniform_drift,
 )
-from theory._exact import as_count, as_exact_lambdas, to_fraction
-from theory._hausdorff import LimitLaw, hausdorff_moments, influence_exact, limit_law
-from theory._summability import collapses
+from posflow.theory._exact import as_count, as_exact_lambdas, to_fraction
+from posflow.theory._hausdorff import LimitLaw, hausdorff_moments, influence_exact, limit_law
+from posflow.theory._summability import collapses
 
 __all__ = [
     "BoundCertificate",

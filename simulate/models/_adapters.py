@@ -1,6 +1,6 @@
 """Where to hook a causal LM: one adapter per architecture (claims PB15, PB16).
 
-An adapter tells :mod:`simulate.models.measure`, for decoder block t,
+An adapter tells :mod:`posflow.simulate.models.measure`, for decoder block t,
 
 * ``blocks(model)`` — the decoder blocks in order; the block's first input is x_t;
 * ``attn_output(block)`` — (module, index): that module's output (or ``output[index]``) is the
@@ -15,7 +15,7 @@ An adapter tells :mod:`simulate.models.measure`, for decoder block t,
   q·k scaling) or None;
 * ``d_head(model)``, ``num_heads(model)``, ``max_length(model)`` (None when unbounded).
 
-Supported: posflow's own :class:`simulate.models.lm.LM` and the Hugging Face families GPT-2,
+Supported: posflow's own :class:`posflow.simulate.models.lm.LM` and the Hugging Face families GPT-2,
 BLOOM, Falcon, MPT and Llama, chosen by ``config.model_type``.
 """
 
@@ -276,7 +276,7 @@ _ADAPTERS = {
 
 def adapter_for(model) -> Adapter:
     """The adapter of ``model`` (posflow LM or a HF causal LM chosen by ``config.model_type``)."""
-    from simulate.models.lm import LM
+    from posflow.simulate.models.lm import LM
 
     if isinstance(model, LM):
         return _ADAPTERS["posflow"]

@@ -1,4 +1,4 @@
-"""The forward hooks behind :func:`simulate.models.measure.measure` (claims PB15, PB16).
+"""The forward hooks behind :func:`posflow.simulate.models.measure.measure` (claims PB15, PB16).
 
 :class:`_Recorder` installs, per decoder block, a pre-hook keeping the block input x_t, a hook
 on the attention output a_t (per-token ratios), a hook on the attention probabilities and a
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
-from simulate.models._adapters import _hidden
+from posflow.simulate.models._adapters import _hidden
 
 
 def _as_ids(input_ids, n, vocab) -> torch.Tensor:

@@ -1,8 +1,8 @@
 """Train short, test long: per-scheme perplexity at 1×, 2×, 4×, … the training length (AT20).
 
 :func:`run_extrapolation` trains one small LM per position scheme at context ``train_len`` on
-the offline byte corpus (:mod:`simulate.models.corpus`) for a budget of steps or seconds, then
-measures PPL(L) = exp(mean next-byte cross-entropy over all positions) on held-out windows of
+the offline byte corpus (:mod:`posflow.simulate.models.corpus`) for a budget of steps or seconds,
+then measures PPL(L) = exp(mean next-byte cross-entropy over all positions) on held-out windows of
 length L = train_len·2^k (seed 42 + L, as [B]'s ``eval_extrap.py``). Attention is evaluated in
 query chunks (:func:`chunked_logits`), so memory is O(chunk·L) per head instead of O(L²).
 
@@ -21,17 +21,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import posflow.simulate.models.schemes as schemes_mod
 import torch
+from posflow.simulate.models.corpus import load_corpus, training_batch, windows
+from posflow.simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme
+from posflow.simulate.models.store import COMMITTED_STORE, load_results, user_store
 from torch.nn import functional as F
 
-import simulate.models.schemes as schemes_mod
-from simulate.models.corpus import load_corpus, training_batch, windows
-from simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme
-from simulate.models.store import DEFAULT_STORE, load_results
-
 __all__ = [
+    "COMMITTED_STORE",
     "DEFAULT_SCHEMES",
-    "DEFAULT_STORE",
     "ExtrapolationConfig",
     "build_model",
     "chunked_logits",
@@ -275,7 +274,7 @@ def perplexity(model: LM, tokens, length: int, n_windows: int, *, chunk=512, dev
     """PPL(L) = exp(mean cross-entropy over all L positions of ``n_windows`` windows) (AT20).
 
     Windows of L + 1 tokens are drawn from ``tokens`` with seed 42 + L (disjoint, aligned; see
-    :func:`simulate.models.corpus.windows`). Returns (ppl, mean nats per token).
+    :func:`posflow.simulate.models.corpus.windows`). Returns (ppl, mean nats per token).
     """
     length, n_windows = _pos_int(length, "length"), _pos_int(n_windows, "n_windows")
     model.eval()
@@ -318,7 +317,7 @@ def _check_meta(store: Path, cfg: ExtrapolationConfig) -> None:
         _write_json(meta, want)
 
 
-def run_extrapolation(cfg: ExtrapolationConfig, store=DEFAULT_STORE, *, log=None) -> list[dict]:
+def run_extrapolation(cfg: ExtrapolationConfig, store=None, *, log=None) -> list[dict]:
     """Train and evaluate every scheme of ``cfg`` not yet in ``store``; resumable (claim AT20).
 
     Each finished scheme is saved as ``<store>/<scheme>.json`` with its rows
@@ -329,7 +328,7 @@ def run_extrapolation(cfg: ExtrapolationConfig, store=DEFAULT_STORE, *, log=None
     """
     if not isinstance(cfg, ExtrapolationConfig):
         raise TypeError(f"cfg must be an ExtrapolationConfig; got {type(cfg).__name__}")
-    store = Path(store)
+    store = user_store() if store is None else Path(store)
     _check_meta(store, cfg)
     log = log or (lambda s: None)
     if cfg.threads is not None:

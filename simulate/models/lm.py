@@ -25,10 +25,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
+from posflow.simulate.kernels import alibi_slopes
 from torch import nn
 from torch.nn import functional as F
-
-from simulate.kernels import alibi_slopes
 
 __all__ = [
     "LM",
@@ -140,7 +139,8 @@ class RoPE(PositionScheme):
 class Alibi(PositionScheme):
     """ALiBi: add ``-m_h (i - j)`` to the logits of head h (after the 1/√d scaling).
 
-    ``slopes`` (H values) default to ``2^{-8(h+1)/H}`` (:func:`simulate.kernels.alibi_slopes`).
+    ``slopes`` (H values) default to ``2^{-8(h+1)/H}``
+    (:func:`posflow.simulate.kernels.alibi_slopes`).
     """
 
     def __init__(self, n_head, d_head, layer, slopes=None):
@@ -320,4 +320,4 @@ class LM(nn.Module):
 
 
 # The transport schemes (accumulated SO(2), learned angles, PaTH) register themselves into SCHEMES.
-from simulate.models import schemes as _transport_schemes  # noqa: E402,F401
+from posflow.simulate.models import schemes as _transport_schemes  # noqa: E402,F401

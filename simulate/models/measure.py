@@ -33,11 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from simulate._validate import ensure_fits
-from simulate.kernels import DenseKernel, dense_kernel
-from simulate.models._adapters import SUPPORTED, adapter_for
-from simulate.models._hooks import (
+from posflow.simulate._validate import ensure_fits
+from posflow.simulate.kernels import DenseKernel, dense_kernel
+from posflow.simulate.models._adapters import SUPPORTED, adapter_for
+from posflow.simulate.models._hooks import (
     _as_ids,
     _auto_batch,
     _embeddings,

@@ -1,6 +1,6 @@
 """Rollout predictions from a measured model, compared with its measured influence (PB15).
 
-Three predicted last-row profiles, as in [A] §4.4, from a :class:`~simulate.models.measure.
+Three predicted last-row profiles, as in [A] §4.4, from a :class:`posflow.simulate.models.measure.
 Measurement` of L layers:
 
 * ``attention_only`` (a) — λ_t ≡ 1 through the measured head-averaged kernels A_t
@@ -19,10 +19,9 @@ Each is compared with the measured gradient influence (d) by the normalised W1
 from __future__ import annotations
 
 import numpy as np
-
-from simulate.compare import mean_position, profile_shape, spearman, w1_normalised
-from simulate.kernels import alibi_kernel
-from simulate.rollout import influence
+from posflow.simulate.compare import mean_position, profile_shape, spearman, w1_normalised
+from posflow.simulate.kernels import alibi_kernel
+from posflow.simulate.rollout import influence
 
 __all__ = ["VARIANTS", "compare_profiles", "predict_profiles"]
 

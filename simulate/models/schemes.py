@@ -1,6 +1,6 @@
 """Transport position schemes of [B] for posflow's small LM (claims AT18, AT20).
 
-Importing this module registers, into :data:`simulate.models.lm.SCHEMES`:
+Importing this module registers, into :data:`posflow.simulate.models.lm.SCHEMES`:
 
 * ``random_qk`` / ``random_qkv`` — accumulated random SO(2) angles θ_t,b ~ Unif[−f_b, f_b],
   independent per layer and head, resampled on every training forward pass; ``_qkv`` also
@@ -13,8 +13,8 @@ Importing this module registers, into :data:`simulate.models.lm.SCHEMES`:
 
 Angles accumulate by suffix sums φ_t = Σ_{s ≥ t} θ_s in float64 (flip → cumsum → flip, as in
 [B]'s code); rotating q_i by R(φ_i) and k_j by R(φ_j) gives the route score
-q_iᵀ R(Σ_{s=j}^{i−1} θ_s) k_j (route ``from_source`` of :mod:`simulate.transport`). With θ ≡ −f_b
-this is exactly lm.RoPE's score, which is why zero-initialised learned angles reproduce RoPE.
+q_iᵀ R(Σ_{s=j}^{i−1} θ_s) k_j (route ``from_source`` of :mod:`posflow.simulate.transport`). With θ ≡
+−f_b this is exactly lm.RoPE's score, which is why zero-initialised learned angles reproduce RoPE.
 
 Evaluation of random schemes: in ``eval()`` mode the angles are drawn from a generator seeded
 by ``(eval_seed, layer, n)``, so a perplexity is reproducible; in training they come from a
@@ -22,7 +22,7 @@ per-layer generator seeded by ``(seed, layer)`` and advanced every forward pass.
 
 Two hooks the base interface lacks are supplied here: token ids reach ``learned_*`` schemes by a
 forward pre-hook installed by :func:`prepare_model`, and :meth:`Path.scores_chunk` evaluates
-a block of queries for the query-chunked evaluation of :mod:`simulate.models.extrapolate`.
+a block of queries for the query-chunked evaluation of :mod:`posflow.simulate.models.extrapolate`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,9 @@ import math
 
 import numpy as np
 import torch
+from posflow.simulate.models.lm import LM, PositionScheme, register_scheme
 from torch import nn
 from torch.nn import functional as F
-
-from simulate.models.lm import LM, PositionScheme, register_scheme
 
 __all__ = [
     "TRANSPORT_SCHEMES",
@@ -62,7 +61,7 @@ TRANSPORT_SCHEMES = (
 def frequencies(d_head: int, base: float = 10000.0) -> torch.Tensor:
     """RoPE frequencies f_b = base^{−2b/d}, b = 0 … d/2 − 1, float64, shape (d/2,) (AT18).
 
-    The same values as :func:`simulate.orthogonal.rope_frequencies` and lm.RoPE.
+    The same values as :func:`posflow.simulate.orthogonal.rope_frequencies` and lm.RoPE.
     """
     if isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 2 or d_head % 2:
         raise ValueError(f"d_head must be an even integer >= 2; got {d_head!r}")
@@ -211,7 +210,7 @@ class LearnedAngles(_Accumulated):
         if self.tokens is None or self.tokens.shape != x.shape[:2]:
             raise ValueError(
                 "learned schemes need the token ids: build the model with "
-                "simulate.models.schemes.prepare_model(model)"
+                "posflow.simulate.models.schemes.prepare_model(model)"
             )
         B, n = self.tokens.shape
         e = self.angle_emb[0][self.tokens]  # (B, n, H·d/2)
@@ -234,7 +233,7 @@ class LearnedQKV(LearnedAngles):
 def path_scores(q, k, w, beta, start: int = 0) -> torch.Tensor:
     """Householder route scores s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j, H_t = I − β_t w_t w_tᵀ (AT18).
 
-    Route ``path`` of :func:`simulate.transport.householder_scores`. As H_t is symmetric,
+    Route ``path`` of :func:`posflow.simulate.transport.householder_scores`. As H_t is symmetric,
     s_ij = u_ij·k_j with u = H_{j+1} ⋯ H_i q_i, built by one reverse sweep t = m−1 … 0 that
     records u·k_t, then applies H_t to the queries at positions i ≥ t.
 

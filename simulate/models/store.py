@@ -2,40 +2,56 @@
 
 A store is a folder with ``meta.json`` (the run's configuration) and one ``<scheme>.json`` per
 finished scheme holding ``rows`` of ``{"scheme", "train_len", "eval_len", "ppl"}``. Written by
-:func:`simulate.models.extrapolate.run_extrapolation`.
+:func:`posflow.simulate.models.extrapolate.run_extrapolation`.
+
+:data:`COMMITTED_STORE` is the CPU run shipped with the package (package data under
+``posflow/simulate/data/extrapolation``, read with :mod:`importlib.resources`); it is a
+read-only input. New runs go to :func:`user_store` (the per-user cache) or to a folder the
+caller names.
 """
 
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
-__all__ = ["DEFAULT_STORE", "load_results"]
+from posflow.simulate._paths import user_cache_dir
 
-DEFAULT_STORE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "extrapolation"
+__all__ = ["COMMITTED_STORE", "load_results", "user_store"]
+
+COMMITTED_STORE = resources.files("posflow.simulate") / "data" / "extrapolation"
 
 
-def load_results(store=DEFAULT_STORE) -> list[dict]:
+def user_store() -> Path:
+    """The default folder of new extrapolation runs: ``<user cache>/extrapolation`` (AT20)."""
+    return user_cache_dir() / "extrapolation"
+
+
+def load_results(store=COMMITTED_STORE) -> list[dict]:
     """The rows ``{"scheme", "train_len", "eval_len", "ppl"}`` saved in ``store`` (AT20).
 
-    Sorted by scheme then length; an empty list when the store is missing or empty.
-    Raises ValueError naming a file that is not a posflow extrapolation result.
+    ``store`` is a folder path or an :mod:`importlib.resources` traversable. Sorted by scheme
+    then length; an empty list when the store is missing or empty. Raises ValueError naming a
+    file that is not a posflow extrapolation result.
     """
-    store = Path(store)
+    if isinstance(store, str):
+        store = Path(store)
     if not store.is_dir():
         return []
     rows = []
-    for p in sorted(store.glob("*.json")):
-        if p.name == "meta.json":
+    for p in sorted(store.iterdir(), key=lambda q: q.name):
+        if not p.name.endswith(".json") or p.name == "meta.json":
             continue
         try:
-            blob = json.loads(p.read_text())
+            blob = json.loads(p.read_text(encoding="utf-8"))
             rows += [
                 {"scheme": str(r["scheme"]), "train_len": int(r["train_len"]),
                  "eval_len": int(r["eval_len"]), "ppl": float(r["ppl"])}
                 for r in blob["rows"]
             ]  # fmt: skip
         except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"store file {str(p)!r} is not an extrapolation result") from exc
+            raise ValueError(f"store file {p.name!r} in {str(store)!r} is not an extrapolation "
+                             "result") from exc  # fmt: skip
     rows.sort(key=lambda r: (r["scheme"], r["eval_len"]))
     return rows

@@ -1,14 +1,14 @@
 """Training posflow's small LMs on an offline byte corpus; checkpoints; a user cache (PB15).
 
 The default model is a 4-layer, 4-head, d = 128 ALiBi LM (about 0.8M parameters) trained on
-the Python standard library read as bytes (:mod:`simulate.models.corpus`); the default run
+the Python standard library read as bytes (:mod:`posflow.simulate.models.corpus`); the default run
 takes a few minutes on 2 CPU cores. Training is deterministic for a seed (``torch.manual_seed``
 for the weights, a ``numpy.random.Generator`` for the batches) on a fixed thread count.
 
 Checkpoints are ``torch.save`` dictionaries ``{"format": "posflow-lm", "version": 1,
 "config": {...}, "state_dict": {...}, "train": {...}}``, read back with
 ``torch.load(weights_only=True)``. :func:`cached_model` trains a named preset once and keeps
-it under ``$XDG_CACHE_HOME/posflow`` (default ``~/.cache/posflow``).
+it in the per-user cache (:func:`cache_dir`), keyed by the code that trains it.
 """
 
 from __future__ import annotations
@@ -20,13 +20,14 @@ import platform
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from importlib import metadata, resources
 from pathlib import Path
 
 import numpy as np
 import torch
-
-from simulate.models.corpus import Corpus, load_corpus, training_batch
-from simulate.models.lm import LM, LMConfig
+from posflow.simulate._paths import user_cache_dir
+from posflow.simulate.models.corpus import Corpus, load_corpus, training_batch
+from posflow.simulate.models.lm import LM, LMConfig
 
 __all__ = [
     "PRESETS",
@@ -154,7 +155,7 @@ def train(
     train_config : TrainConfig, optional
         Default: ``PRESETS["default"].train``.
     corpus : None, Corpus, path or sequence of paths
-        None: the standard library (:func:`simulate.models.corpus.load_corpus`).
+        None: the standard library (:func:`posflow.simulate.models.corpus.load_corpus`).
     checkpoint : path, optional
         Where to save the trained model (see :func:`save_checkpoint`).
     progress : bool
@@ -274,11 +275,11 @@ def load_checkpoint(path) -> tuple[LM, dict]:
         ) from exc
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise ValueError(f"{str(path)!r} is not a posflow checkpoint (no format {FORMAT!r})")
-    from simulate.models.lm import SCHEMES
+    from posflow.simulate.models.lm import SCHEMES
 
     if blob["config"].get("scheme") not in SCHEMES:  # schemes defined in other modules
         try:
-            import simulate.models.schemes  # noqa: F401
+            import posflow.simulate.models.schemes  # noqa: F401
         except ModuleNotFoundError:
             pass
     model = LM(LMConfig(**blob["config"]))
@@ -288,16 +289,46 @@ def load_checkpoint(path) -> tuple[LM, dict]:
 
 
 def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/posflow``, or ``~/.cache/posflow`` when the variable is unset."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "posflow"
+    """Folder of cached preset models: ``<user cache>/models`` (platformdirs; never the package).
+
+    ``POSFLOW_CACHE_DIR`` overrides the user cache (see :mod:`posflow.simulate._paths`).
+    """
+    return user_cache_dir() / "models"
+
+
+# The modules whose code decides what a trained preset model is: a change to any of them
+# (the trainer, the model, the corpus reader, the position schemes) changes the cache key.
+_TRAINING_CODE = ("train.py", "lm.py", "corpus.py", "schemes.py")
+
+
+def training_code_hash() -> str:
+    """sha256 (first 16 hex digits) of the source of the modules that train a model (PB15).
+
+    Read from the installed package with :mod:`importlib.resources`, so an edited trainer
+    never reuses a model cached by the old one.
+    """
+    h = hashlib.sha256()
+    pkg = resources.files("posflow.simulate.models")
+    for name in _TRAINING_CODE:
+        h.update(name.encode())
+        h.update(pkg.joinpath(name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _package_version() -> str:
+    try:
+        return metadata.version("posflow")
+    except metadata.PackageNotFoundError:  # pragma: no cover - an unbuilt tree
+        return "0+unknown"
 
 
 def cached_model(preset: str = "quick", *, progress: bool = False) -> tuple[LM, dict, Path]:
     """A preset model trained once and cached (claims PB15, PB16).
 
-    The file name carries a hash of the preset's configs, the Python version (the corpus is
-    its standard library) and the torch version, so a change retrains.
+    The file name carries a hash of the preset's configs, the posflow version, the source of
+    the training code (:func:`training_code_hash`), the Python version (the corpus is its
+    standard library) and the torch version, so a change to any of them retrains. Models live
+    in :func:`cache_dir` (the per-user cache), never in the package or the checkout.
 
     Returns
     -------
@@ -313,6 +344,8 @@ def cached_model(preset: str = "quick", *, progress: bool = False) -> tuple[LM, 
             sys.version_info[:3],
             platform.python_implementation(),
             torch.__version__.split("+")[0],
+            _package_version(),
+            training_code_hash(),
         ],
         sort_keys=True,
     )

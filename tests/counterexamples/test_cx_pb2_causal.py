@@ -4,8 +4,7 @@ the shrunk counterexample below through posflow's public API.
 """
 
 import pytest
-
-from proofs_checks.counterexamples import replay
+from posflow.proofs_checks.counterexamples import replay
 
 RECORD = {
     "id": "PB2",

@@ -5,8 +5,7 @@ public API.
 """
 
 import pytest
-
-from proofs_checks.counterexamples import replay
+from posflow.proofs_checks.counterexamples import replay
 
 RECORD = {
     "id": "PB6",
