@@ -27,6 +27,7 @@ import platform
 
 import numpy as np
 from _bench import best_of, write_results
+
 from posflow.simulate import _kernels_xp, backend, transport
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes
 from posflow.simulate.rollout import constant, influence

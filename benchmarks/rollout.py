@@ -24,6 +24,7 @@ import tracemalloc
 
 import numpy as np
 from _bench import best_of, write_results
+
 from posflow.simulate import measured
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes
 from posflow.simulate.rollout import constant, influence

@@ -30,13 +30,14 @@ import platform
 import numpy as np
 import scipy
 from _bench import best_of, write_results
+from scipy.stats import ortho_group
+
 from posflow.simulate.orthogonal import SO2BlockLaw, block_indices, haar
 from posflow.simulate.transport import (
     empirical_route_mean,
     so2_scores,
     stylized_attention,
 )
-from scipy.stats import ortho_group
 
 
 def naive_prefix_scores(q, k, theta):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from posflow.proofs_checks.registry import FAILS, HOLDS, Context
 from posflow.simulate.kernels import alibi_kernel, dense_kernel
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis.errors import NoSuchExample, Unsatisfiable
+
 from posflow.proofs_checks import registry
 from posflow.proofs_checks.registry import Relaxation
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from scipy.stats import norm
+
 from posflow.proofs_checks.registry import Context
 from posflow.simulate.transport import stylized_attention
-from scipy.stats import norm
 
 __all__ = [
     "FAMILY_Z",

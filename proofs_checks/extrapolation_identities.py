@@ -8,6 +8,7 @@ dense route products P_{j→i} built step by step by :func:`posflow.simulate.tra
 from __future__ import annotations
 
 import numpy as np
+
 from posflow.proofs_checks._common import verdict
 from posflow.proofs_checks.extrapolation_common import claim_rng, plain
 from posflow.proofs_checks.registry import Context, Evidence, register

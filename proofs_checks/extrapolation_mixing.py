@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
+
 from posflow.proofs_checks._common import save_figure, verdict
 from posflow.proofs_checks.extrapolation_common import (
     claim_rng,
@@ -70,6 +71,7 @@ def at1(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
+
         from posflow.proofs_checks.figures import save
 
         fig, ax = plt.subplots(figsize=(6.0, 3.8))

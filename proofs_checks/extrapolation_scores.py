@@ -9,6 +9,8 @@ random orthogonal transports. The stylized-model claims AT12, AT13 live in
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import minimize
+
 from posflow.proofs_checks._common import verdict
 from posflow.proofs_checks.extrapolation_common import (
     claim_rng,
@@ -19,7 +21,6 @@ from posflow.proofs_checks.registry import Context, Evidence, register
 from posflow.simulate.orthogonal import HouseholderLaw, SO2BlockLaw, haar, rotate_blocks
 from posflow.simulate.transport import householder_scores, orthogonal_scores, so2_scores
 from posflow.theory import transport as th
-from scipy.optimize import minimize
 
 
 @register(

@@ -11,6 +11,7 @@ ALiBi's far mass does not grow (AT13, with the closed-form supremum of
 from __future__ import annotations
 
 import numpy as np
+
 from posflow.proofs_checks._common import save_figure, verdict
 from posflow.proofs_checks.extrapolation_common import (
     SCHEME_COLORS,
@@ -168,6 +169,7 @@ def at13(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
+
         from posflow.proofs_checks.figures import COLORS, save
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 3.8))
@@ -273,6 +275,7 @@ def at19(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
+
         from posflow.proofs_checks.figures import save
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.5, 3.8))

@@ -197,6 +197,7 @@ def plot_extrapolation(rows, path, title: str | None = None) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from posflow.proofs_checks.figures import save
 
     r = ratio_table(rows)

@@ -10,6 +10,8 @@ values, average, rotate the output back) and compared with the exact second mome
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
+
 from posflow.proofs_checks._common import save_figure, verdict
 from posflow.proofs_checks.extrapolation_common import (
     SCHEME_COLORS,
@@ -24,7 +26,6 @@ from posflow.proofs_checks.registry import Context, Evidence, register
 from posflow.simulate.orthogonal import SO2BlockLaw
 from posflow.simulate.transport import empirical_route_mean, so2_value_output, wrap_angle
 from posflow.theory import transport as th
-from scipy import stats
 
 
 def _planar(v: np.ndarray) -> np.ndarray:
@@ -184,6 +185,7 @@ def at15(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
+
         from posflow.proofs_checks.figures import COLORS, save
 
         fig, ax = plt.subplots(figsize=(6.0, 3.8))

@@ -8,6 +8,8 @@ mix below 0.1 at n = 512 / 8192 / 65536, and checks per-block route means by Mon
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
+
 from posflow.proofs_checks._common import save_figure, verdict
 from posflow.proofs_checks.extrapolation_common import claim_rng, plain, z_limit
 from posflow.proofs_checks.registry import Context, Evidence, register
@@ -15,7 +17,6 @@ from posflow.simulate.orthogonal import SO2BlockLaw
 from posflow.simulate.transport import empirical_route_mean, so2_scores
 from posflow.simulate.transport import mixing_window as sim_window
 from posflow.theory import transport as th
-from scipy import stats
 
 
 @register(
@@ -148,6 +149,7 @@ def at6(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
+
         from posflow.proofs_checks.figures import COLORS, save
 
         fig, ax = plt.subplots(figsize=(6.0, 3.8))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from posflow.proofs_checks._common import save_figure, verdict
 from posflow.proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
 

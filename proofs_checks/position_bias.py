@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
+
 from posflow.proofs_checks._common import random_causal, random_layers, save_figure, verdict
 from posflow.proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
 from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
@@ -318,6 +319,7 @@ def pb6(ctx: Context) -> Evidence:
 
     def draw(path):
         import matplotlib.pyplot as plt
+
         from posflow.proofs_checks.figures import save
 
         fig, ax = plt.subplots(figsize=(5.6, 3.6))

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import sympy as sp
+
 from posflow.proofs_checks._common import random_alibi, random_causal, save_figure, verdict
 from posflow.proofs_checks.figures import COLORS, save
 from posflow.proofs_checks.registry import Context, Evidence, register

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 from hypothesis import strategies as st
+
 from posflow.proofs_checks import _examples as ex
 from posflow.proofs_checks.registry import Relaxation, add_relaxation
 from posflow.simulate.kernels import alibi_kernel, dense_kernel, monotonicity_deficit

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 from hypothesis import strategies as st
+
 from posflow.proofs_checks import _examples as ex
 from posflow.proofs_checks.registry import Relaxation, add_relaxation
 from posflow.simulate.orthogonal import haar

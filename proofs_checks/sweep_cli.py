@@ -84,8 +84,9 @@ def format_table(rows: list[dict], spec: dict, title: str):
 
 
 def _print_store(path, as_json: bool) -> int:
-    from posflow.simulate.sweep import SweepStore
     from rich.console import Console
+
+    from posflow.simulate.sweep import SweepStore
 
     with SweepStore(path) as store:
         rows, spec = store.rows(), store.spec

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import config as _numba_config
 from numba import njit
+
 from posflow.simulate._paths import numba_cache_dir
 
 # cache=True writes compiled code to disk: send it to the per-user cache, never beside the

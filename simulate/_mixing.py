@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from posflow.simulate.orthogonal import SO2BlockLaw, _check_int, _rng
 
 __all__ = ["empirical_mixing_window", "empirical_route_mean", "mixing_window"]

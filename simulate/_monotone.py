@@ -8,6 +8,7 @@ Row ``i'`` first-order dominates row ``i`` when the CDF of row ``i'`` never exce
 from __future__ import annotations
 
 import numpy as np
+
 from posflow.simulate import _kernels_xp as _kxp
 
 __all__ = ["is_stochastically_monotone", "monotonicity_deficit"]

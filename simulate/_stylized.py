@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from posflow.simulate.orthogonal import _check_int, _rng, rope_frequencies, rotate_blocks
 
 __all__ = ["SCHEMES", "StylizedResult", "stylized_attention", "stylized_sweep"]

@@ -16,6 +16,7 @@ import numbers
 import numpy as np
 from array_api_compat import array_namespace
 from array_api_compat import device as _device_of
+
 from posflow.simulate.orthogonal import SO2BlockLaw, rope_frequencies
 from posflow.simulate.transport import ROUTES, SCHEMES, StylizedResult
 

@@ -7,8 +7,9 @@ convention: ``scipy.stats.wasserstein_distance`` on positions, divided by ``n - 
 from __future__ import annotations
 
 import numpy as np
-from posflow.simulate._validate import as_vector
 from scipy import stats
+
+from posflow.simulate._validate import as_vector
 
 __all__ = [
     "SHAPES",

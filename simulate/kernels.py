@@ -20,6 +20,7 @@ backend).
 from __future__ import annotations
 
 import numpy as np
+
 from posflow.simulate import _kernels_xp as _kxp
 from posflow.simulate._alibi_nb import alibi_step as _alibi_step
 from posflow.simulate._monotone import is_stochastically_monotone, monotonicity_deficit

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+
 from posflow.simulate.kernels import alibi_kernel
 from posflow.simulate.rollout import influence
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from posflow.simulate import _kernels_xp as _kxp
 from posflow.simulate._validate import as_lambdas, ensure_fits
 from posflow.simulate.kernels import Kernel

@@ -27,6 +27,7 @@ estimates (``posflow.simulate._mixing``) live in private modules and are re-expo
 from __future__ import annotations
 
 import numpy as np
+
 from posflow.simulate._mixing import empirical_mixing_window, empirical_route_mean, mixing_window
 from posflow.simulate._stylized import SCHEMES, StylizedResult, stylized_attention, stylized_sweep
 from posflow.simulate.orthogonal import _check_int, rotate_blocks

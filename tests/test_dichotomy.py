@@ -4,6 +4,7 @@ import numpy as np
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
 from posflow.simulate.rollout import diagonal, influence, power_decay
 from posflow.theory.rollout import collapses

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from posflow.proofs_checks.cli import main
 from posflow.simulate import measured
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
+
 from posflow.proofs_checks import relaxations as rx
 from posflow.proofs_checks.cli import main
 from posflow.proofs_checks.counterexamples import (

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 from posflow.proofs_checks import counterexamples
 from posflow.proofs_checks.extrapolation_common import (
     loglog_slope,

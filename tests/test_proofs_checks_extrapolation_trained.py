@@ -4,6 +4,7 @@ needed)."""
 import json
 
 import pytest
+
 from posflow.proofs_checks import extrapolation_trained as AT
 from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context
 

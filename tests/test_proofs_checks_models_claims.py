@@ -55,6 +55,7 @@ def test_without_torch_both_are_inconclusive(monkeypatch):
 def test_hand_computation_is_not_the_hook():
     """The hand λ of an ALiBi LM changes when the slopes it reads are wrong."""
     import torch
+
     from posflow.simulate.models.lm import LM, LMConfig
 
     model = LM(LMConfig(n_layer=1, n_head=2, d_model=16), seed=1).double()

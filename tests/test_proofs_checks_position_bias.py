@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+
 from posflow.proofs_checks.registry import HOLDS, Context, get_claim, run_claim
 from posflow.simulate.compare import profile_shape
 from posflow.simulate.kernels import uniform_kernel

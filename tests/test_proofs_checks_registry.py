@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from posflow.proofs_checks import registry
 from posflow.proofs_checks.cli import main
 from posflow.proofs_checks.registry import Context, Evidence

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+
 from posflow.proofs_checks import cli
 from posflow.simulate import sweep
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from posflow.simulate import _kernels_xp, backend, transport
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes, dense_kernel, uniform_kernel
 from posflow.simulate.orthogonal import SO2BlockLaw

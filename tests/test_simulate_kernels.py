@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.special import softmax
+
 from posflow.simulate.kernels import (
     alibi_kernel,
     alibi_slopes,
@@ -12,7 +14,6 @@ from posflow.simulate.kernels import (
     monotonicity_deficit,
     uniform_kernel,
 )
-from scipy.special import softmax
 
 
 def reference_alibi(n, slopes, content, weights=None):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from posflow.simulate import measured
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes
 from posflow.simulate.rollout import influence

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import integrate, stats
+
 from posflow.simulate.orthogonal import (
     HaarLaw,
     HouseholderLaw,
@@ -16,7 +18,6 @@ from posflow.simulate.orthogonal import (
     rotate_blocks,
     so2_matrices,
 )
-from scipy import integrate, stats
 
 angle = st.floats(min_value=-10.0, max_value=10.0, allow_nan=False)
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
 from posflow.simulate.rollout import (
     constant,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from posflow.simulate import sweep
 from posflow.simulate.kernels import uniform_kernel
 from posflow.simulate.rollout import power_decay

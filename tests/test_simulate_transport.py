@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from posflow.simulate._stylized import _draw_inputs
 from posflow.simulate.orthogonal import (
     HaarLaw,

@@ -14,6 +14,7 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from posflow.theory import rollout as ro
 
 # ----------------------------------------------------------------------------- helpers

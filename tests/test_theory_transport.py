@@ -12,8 +12,9 @@ import pytest
 import sympy as sp
 from hypothesis import given
 from hypothesis import strategies as st
-from posflow.theory import transport as tr
 from scipy import integrate, optimize
+
+from posflow.theory import transport as tr
 
 SE = 4.0  # Monte Carlo tolerance in standard errors
 

@@ -29,6 +29,7 @@ from typing import NamedTuple
 import mpmath
 import numpy as np
 import sympy as sp
+
 from posflow.theory._exact import as_count
 
 __all__ = [

@@ -21,8 +21,9 @@ from fractions import Fraction
 
 import numpy as np
 import sympy as sp
-from posflow.theory._exact import as_count, as_exact_lambdas, to_fraction
 from scipy import special
+
+from posflow.theory._exact import as_count, as_exact_lambdas, to_fraction
 
 __all__ = ["LimitLaw", "hausdorff_moments", "influence_exact", "limit_law"]
 

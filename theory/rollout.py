@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 import sympy as sp
+
 from posflow.theory._drift import (
     DriftDerivative,
     alibi_drift,

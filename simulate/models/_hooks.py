@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
 from posflow.simulate.models._adapters import _hidden
 
 

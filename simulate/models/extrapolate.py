@@ -21,12 +21,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-import posflow.simulate.models.schemes as schemes_mod
 import torch
+from torch.nn import functional as F
+
+import posflow.simulate.models.schemes as schemes_mod
 from posflow.simulate.models.corpus import load_corpus, training_batch, windows
 from posflow.simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme
 from posflow.simulate.models.store import COMMITTED_STORE, load_results, user_store
-from torch.nn import functional as F
 
 __all__ = [
     "COMMITTED_STORE",

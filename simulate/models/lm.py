@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
-from posflow.simulate.kernels import alibi_slopes
 from torch import nn
 from torch.nn import functional as F
+
+from posflow.simulate.kernels import alibi_slopes
 
 __all__ = [
     "LM",

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
 from posflow.simulate._validate import ensure_fits
 from posflow.simulate.kernels import DenseKernel, dense_kernel
 from posflow.simulate.models._adapters import SUPPORTED, adapter_for

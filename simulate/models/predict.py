@@ -19,6 +19,7 @@ Each is compared with the measured gradient influence (d) by the normalised W1
 from __future__ import annotations
 
 import numpy as np
+
 from posflow.simulate.compare import mean_position, profile_shape, spearman, w1_normalised
 from posflow.simulate.kernels import alibi_kernel
 from posflow.simulate.rollout import influence

@@ -31,9 +31,10 @@ import math
 
 import numpy as np
 import torch
-from posflow.simulate.models.lm import LM, PositionScheme, register_scheme
 from torch import nn
 from torch.nn import functional as F
+
+from posflow.simulate.models.lm import LM, PositionScheme, register_scheme
 
 __all__ = [
     "TRANSPORT_SCHEMES",

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from posflow.simulate._paths import user_cache_dir
 from posflow.simulate.models.corpus import Corpus, load_corpus, training_batch
 from posflow.simulate.models.lm import LM, LMConfig

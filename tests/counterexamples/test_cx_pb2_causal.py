@@ -4,6 +4,7 @@ the shrunk counterexample below through posflow's public API.
 """
 
 import pytest
+
 from posflow.proofs_checks.counterexamples import replay
 
 RECORD = {

@@ -5,6 +5,7 @@ public API.
 """
 
 import pytest
+
 from posflow.proofs_checks.counterexamples import replay
 
 RECORD = {
