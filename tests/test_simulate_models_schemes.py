@@ -113,7 +113,7 @@ def test_random_seed_is_checked():
 def _lm(scheme, **opts):
     cfg = LMConfig(vocab_size=32, n_layer=2, n_head=2, d_model=16, scheme=scheme,
                    scheme_options=opts)  # fmt: skip
-    return S.prepare_model(LM(cfg, seed=0).double().eval())
+    return LM(cfg, seed=0).double().eval()
 
 
 @pytest.mark.parametrize("name", ["learned_qk", "learned_qkv"])
@@ -134,7 +134,7 @@ def test_learned_angles_are_token_dependent_and_match_so2_scores():
     with torch.no_grad():
         sch.angle_emb.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
     tokens = torch.from_numpy(np.random.default_rng(2).integers(0, 32, (1, 9)))
-    sch.tokens = tokens
+    sch.see_tokens(tokens)
     q, k, v = qkv(seed=4)
     q2, k2, _ = sch.qkv(q, k, v, torch.zeros(1, 9, 16))
     e = sch.angle_emb[0][tokens[0]].detach().numpy().reshape(9, 2, 4)
@@ -152,8 +152,9 @@ def test_learned_without_token_ids_raises():
         sch.qkv(q, k, v, torch.zeros(1, 9, 16))
     with pytest.raises(ValueError, match="vocab_size"):
         SCHEMES["learned_qk"](2, 8, 0, vocab_size=0)
-    with pytest.raises(TypeError, match="model"):
-        S.prepare_model("not a model")
+    lm = _lm("learned_qk", vocab_size=32)  # called with embeddings: no token ids either
+    with pytest.raises(ValueError, match="token ids"):
+        lm(embeds=torch.zeros(1, 9, 16, dtype=torch.float64))
 
 
 def test_path_scores_equal_householder_scores_every_query():

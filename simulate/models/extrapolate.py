@@ -24,7 +24,6 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-import posflow.simulate.models.schemes as schemes_mod
 from posflow.simulate.models.corpus import load_corpus, training_batch, windows
 from posflow.simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme
 from posflow.simulate.models.store import COMMITTED_STORE, load_results, user_store
@@ -147,7 +146,7 @@ def build_model(scheme: str, cfg: ExtrapolationConfig) -> LM:
         scheme_options=opts,
     )  # fmt: skip
     torch.manual_seed(cfg.seed)
-    return schemes_mod.prepare_model(LM(mc, seed=cfg.seed))
+    return LM(mc, seed=cfg.seed)
 
 
 def _lr(cfg: ExtrapolationConfig, step: int, frac: float) -> float:
@@ -260,9 +259,7 @@ def chunked_logits(model: LM, idx: torch.Tensor, chunk: int = 512) -> torch.Tens
         raise TypeError(f"model must be a posflow LM; got {type(model).__name__}")
     chunk = _pos_int(chunk, "chunk")
     for blk in model.blocks:
-        s = blk.attn.scheme
-        if isinstance(s, schemes_mod.LearnedAngles):
-            s.tokens = idx
+        blk.attn.scheme.see_tokens(idx)
     x = model.tok_emb(idx)
     for blk in model.blocks:
         x = x + _attention(blk.attn, blk.ln1(x), chunk)

@@ -1,8 +1,9 @@
 """A small decoder-only language model with pluggable position schemes (claims PB15, PB16).
 
-Read top to bottom: the :class:`PositionScheme` interface and its registry, the three schemes
-NoPE, RoPE and ALiBi, then :class:`Attention`, :class:`Block` and :class:`LM`. Shapes use
-B = batch, n = tokens, D = ``d_model``, H = heads, d = D / H, V = vocabulary.
+Read top to bottom: the three schemes NoPE, RoPE and ALiBi (on the :class:`PositionScheme`
+interface and registry of :mod:`posflow.simulate.models._scheme`), then :class:`Attention`,
+:class:`Block` and :class:`LM`. Shapes use B = batch, n = tokens, D = ``d_model``, H = heads,
+d = D / H, V = vocabulary.
 
 One block (pre-LayerNorm, as GPT-2, BLOOM, MPT and Llama):
 
@@ -29,6 +30,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from posflow.simulate.kernels import alibi_slopes
+from posflow.simulate.models import schemes as _transport_schemes  # noqa: F401  (registers [B]'s)
+from posflow.simulate.models._scheme import SCHEMES, PositionScheme, frequencies, register_scheme
 
 __all__ = [
     "LM",
@@ -44,69 +47,6 @@ __all__ = [
     "register_scheme",
 ]
 
-# --------------------------------------------------------------------------------------------
-# Position schemes
-
-SCHEMES: dict[str, type[PositionScheme]] = {}
-
-
-def register_scheme(name: str):
-    """Class decorator adding a :class:`PositionScheme` subclass to ``SCHEMES[name]``.
-
-    Sets ``cls.name = name``; registering a different class under a taken name raises
-    ValueError, a non-subclass TypeError. Serves the models of claims PB15 and PB16.
-    """
-
-    def deco(cls):
-        if not (isinstance(cls, type) and issubclass(cls, PositionScheme)):
-            raise TypeError(f"scheme {name!r} must be a PositionScheme subclass")
-        if name in SCHEMES and SCHEMES[name] is not cls:
-            raise ValueError(f"scheme name {name!r} is already registered")
-        cls.name = name
-        SCHEMES[name] = cls
-        return cls
-
-    return deco
-
-
-class PositionScheme(nn.Module):
-    """How one attention layer sees positions: four hooks, each the identity by default.
-
-    Attention computes, per layer, with q, k, v of shape (B, H, n, d) and x the normalised
-    block input (B, n, D)::
-
-        q, k, v = scheme.qkv(q, k, v, x)          # e.g. rotate q, k (RoPE), transport v
-        s       = scheme.scores(q, k, x)          # raw scores (B, H, n, n), default q kᵀ
-        logits  = s / √d + scheme.bias(n, ...)    # additive (H, n, n) bias or None (ALiBi)
-        y       = causal_softmax(logits) @ v      # (B, H, n, d)
-        y       = scheme.output(y, x)             # e.g. rotate values into the query's frame
-
-    ``slopes()`` returns ALiBi slopes in logit units when the bias is ``-m_h (i - j)`` (used
-    by the rollout predictions of claim PB15), else None. Unknown options raise TypeError.
-    """
-
-    name = "base"
-
-    def __init__(self, n_head: int, d_head: int, layer: int):
-        super().__init__()
-        self.n_head, self.d_head, self.layer = n_head, d_head, layer
-
-    def qkv(self, q, k, v, x):
-        return q, k, v
-
-    def scores(self, q, k, x):
-        return q @ k.transpose(-2, -1)  # (B, H, n, d) @ (B, H, d, n) -> (B, H, n, n)
-
-    def bias(self, n: int, device, dtype):
-        return None
-
-    def output(self, y, x):
-        return y
-
-    def slopes(self) -> np.ndarray | None:
-        return None
-
-
 @register_scheme("nope")
 class NoPE(PositionScheme):
     """No position information: order enters only through the causal mask."""
@@ -120,13 +60,12 @@ class RoPE(PositionScheme):
         super().__init__(n_head, d_head, layer)
         if d_head % 2:
             raise ValueError(f"rope needs an even head dimension; got d_head = {d_head}")
-        if not (base > 1):
-            raise ValueError(f"rope base must be > 1; got {base}")
         self.base = float(base)
+        self.freq = frequencies(d_head, base)  # (d/2,) float64; a plain tensor, not a buffer
 
     def _rotate(self, t):
         n, half = t.shape[-2], self.d_head // 2
-        freq = self.base ** (-torch.arange(half, device=t.device, dtype=torch.float64) / half)
+        freq = self.freq.to(t.device)
         ang = torch.arange(n, device=t.device, dtype=torch.float64)[:, None] * freq  # (n, d/2)
         cos, sin = ang.cos().to(t.dtype), ang.sin().to(t.dtype)
         t1, t2 = t[..., :half], t[..., half:]  # (B, H, n, d/2) each
@@ -306,6 +245,8 @@ class LM(nn.Module):
         """
         if (idx is None) == (embeds is None):
             raise ValueError("give exactly one of idx and embeds")
+        for block in self.blocks:
+            block.attn.scheme.see_tokens(idx)  # None when embeddings are given
         x = self.tok_emb(idx) if embeds is None else embeds  # (B, n, D)
         for block in self.blocks:
             x = block(x)
@@ -318,7 +259,3 @@ class LM(nn.Module):
         """
         logits = self(idx)
         return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
-
-
-# The transport schemes (accumulated SO(2), learned angles, PaTH) register themselves into SCHEMES.
-from posflow.simulate.models import schemes as _transport_schemes  # noqa: E402,F401

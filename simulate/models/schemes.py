@@ -1,6 +1,7 @@
 """Transport position schemes of [B] for posflow's small LM (claims AT18, AT20).
 
-Importing this module registers, into :data:`posflow.simulate.models.lm.SCHEMES`:
+Importing this module (done by :mod:`posflow.simulate.models.lm`) registers, into
+:data:`posflow.simulate.models._scheme.SCHEMES`:
 
 * ``random_qk`` / ``random_qkv`` — accumulated random SO(2) angles θ_t,b ~ Unif[−f_b, f_b],
   independent per layer and head, resampled on every training forward pass; ``_qkv`` also
@@ -20,9 +21,9 @@ Evaluation of random schemes: in ``eval()`` mode the angles are drawn from a gen
 by ``(eval_seed, layer, n)``, so a perplexity is reproducible; in training they come from a
 per-layer generator seeded by ``(seed, layer)`` and advanced every forward pass.
 
-Two hooks the base interface lacks are supplied here: token ids reach ``learned_*`` schemes by a
-forward pre-hook installed by :func:`prepare_model`, and :meth:`Path.scores_chunk` evaluates
-a block of queries for the query-chunked evaluation of :mod:`posflow.simulate.models.extrapolate`.
+Token ids reach ``learned_*`` schemes through the interface's ``see_tokens`` hook, called by
+``LM.forward``; :meth:`Path.scores_chunk` evaluates a block of queries for the query-chunked
+evaluation of :mod:`posflow.simulate.models.extrapolate`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from posflow.simulate.models.lm import LM, PositionScheme, register_scheme
+from posflow.simulate.models._scheme import PositionScheme, frequencies, register_scheme
 
 __all__ = [
     "TRANSPORT_SCHEMES",
@@ -43,7 +44,6 @@ __all__ = [
     "RandomAngles",
     "frequencies",
     "path_scores",
-    "prepare_model",
     "rotate_half",
     "suffix_sum",
 ]
@@ -57,19 +57,6 @@ TRANSPORT_SCHEMES = (
     "learned_qkv",
     "path",
 )
-
-
-def frequencies(d_head: int, base: float = 10000.0) -> torch.Tensor:
-    """RoPE frequencies f_b = base^{−2b/d}, b = 0 … d/2 − 1, float64, shape (d/2,) (AT18).
-
-    The same values as :func:`posflow.simulate.orthogonal.rope_frequencies` and lm.RoPE.
-    """
-    if isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 2 or d_head % 2:
-        raise ValueError(f"d_head must be an even integer >= 2; got {d_head!r}")
-    if not (math.isfinite(base) and base > 1):
-        raise ValueError(f"base must be finite and > 1; got {base!r}")
-    half = d_head // 2
-    return float(base) ** (-torch.arange(half, dtype=torch.float64) / half)
 
 
 def suffix_sum(theta: torch.Tensor) -> torch.Tensor:
@@ -195,8 +182,8 @@ class RandomPosQKV(RandomAngles):
 class LearnedAngles(_Accumulated):
     """θ_t = π·tanh(E_ℓ[x_t]) − f_b, E_ℓ a zero-initialised (V, H·d/2) embedding (AT18, AT20).
 
-    Token ids arrive through :func:`prepare_model` (a forward pre-hook on the LM); calling the
-    scheme without them raises ValueError. Options: ``base``, ``vocab_size`` (256).
+    Token ids arrive through :meth:`see_tokens` (called by ``LM.forward``); calling the scheme
+    without them raises ValueError. Options: ``base``, ``vocab_size`` (256).
     """
 
     def __init__(self, n_head, d_head, layer, base=10000.0, vocab_size: int = 256):
@@ -207,11 +194,14 @@ class LearnedAngles(_Accumulated):
         self.angle_emb = nn.Parameter(torch.zeros(1, vocab_size, n_head * (d_head // 2)))
         self.tokens = None
 
+    def see_tokens(self, idx) -> None:
+        self.tokens = idx  # (B, n) LongTensor, or None when the LM is given embeddings
+
     def angles(self, x):
         if self.tokens is None or self.tokens.shape != x.shape[:2]:
             raise ValueError(
-                "learned schemes need the token ids: build the model with "
-                "posflow.simulate.models.schemes.prepare_model(model)"
+                "learned schemes need the token ids: call the LM with idx (not embeds), or "
+                "scheme.see_tokens(idx) before calling the scheme directly"
             )
         B, n = self.tokens.shape
         e = self.angle_emb[0][self.tokens]  # (B, n, H·d/2)
@@ -289,28 +279,3 @@ class Path(PositionScheme):
         m = start + q.shape[-2]
         w, beta = self.steps(x[:, :m])
         return path_scores(q, k[..., :m, :], w, beta, start)
-
-
-def prepare_model(model: LM) -> LM:
-    """Make an LM with learned-angle schemes ready: feed them the token ids.
-
-    Installs one forward pre-hook that hands ``idx`` to the learned schemes (called with
-    ``embeds=`` the ids are unknown and they raise). The angle embeddings are created zero (θ =
-    −f_b, i.e. RoPE) and are left as they are, so a loaded checkpoint keeps its angles.
-    Idempotent. Returns the model. Claims AT18, AT20.
-    """
-    if not isinstance(model, LM):
-        raise TypeError(f"model must be a posflow LM; got {type(model).__name__}")
-    learned = [b.attn.scheme for b in model.blocks if isinstance(b.attn.scheme, LearnedAngles)]
-    if not learned or getattr(model, "_posflow_token_hook", False):
-        return model
-
-    def hook(module, args, kwargs):
-        idx = args[0] if args else kwargs.get("idx")
-        for s in learned:
-            s.tokens = idx
-        return None
-
-    model.register_forward_pre_hook(hook, with_kwargs=True)
-    model._posflow_token_hook = True
-    return model

@@ -276,13 +276,6 @@ def load_checkpoint(path) -> tuple[LM, dict]:
         ) from exc
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
         raise ValueError(f"{str(path)!r} is not a posflow checkpoint (no format {FORMAT!r})")
-    from posflow.simulate.models.lm import SCHEMES
-
-    if blob["config"].get("scheme") not in SCHEMES:  # schemes defined in other modules
-        try:
-            import posflow.simulate.models.schemes  # noqa: F401
-        except ModuleNotFoundError:
-            pass
     model = LM(LMConfig(**blob["config"]))
     model.load_state_dict(blob["state_dict"])
     model.eval()
