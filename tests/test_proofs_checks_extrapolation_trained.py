@@ -1,5 +1,4 @@
-"""posflow.proofs_checks.extrapolation_trained: claim AT20 judged from a run store (no torch
-needed)."""
+"""proofs_checks.extrapolation_trained: claim AT20 judged from a run store (no torch needed)."""
 
 import json
 

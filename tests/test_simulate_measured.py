@@ -1,5 +1,4 @@
-"""posflow.simulate.measured: the packed data equal the released YAML; the real-model profiles'
-facts."""
+"""simulate.measured: the packed data equal the released YAML; the real-model profiles' facts."""
 
 import gzip
 import json

@@ -1,5 +1,4 @@
-"""posflow.simulate.models.extrapolate: chunked attention, perplexity, the resumable run store
-(AT20)."""
+"""simulate.models.extrapolate: chunked attention, perplexity, the resumable run store (AT20)."""
 
 import json
 import math

@@ -1,5 +1,4 @@
-"""posflow.simulate.models.schemes: the transport schemes against simulate.transport (claim
-AT18)."""
+"""simulate.models.schemes: the transport schemes against simulate.transport (claim AT18)."""
 
 import math
 

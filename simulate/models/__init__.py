@@ -1,21 +1,21 @@
 """Causal language models, measured and trained (torch; claims PB15, PB16).
 
-* :mod:`posflow.simulate.models.measure` — forward hooks recording λ_t, dataset-mean attention and
-raw
-  q·k, content (b, c) and gradient influence of posflow's LM and of Hugging Face GPT-2, BLOOM,
-  Falcon, MPT and Llama causal LMs (adapters in :mod:`posflow.simulate.models._adapters`);
-* :mod:`posflow.simulate.models.predict` — rollout predictions (a) attention-only, (b)
-residual-aware,
-  (c) with content, and their normalised W1 / Spearman against the measured influence;
-* :mod:`posflow.simulate.models.lm` — a small decoder-only LM with pluggable position schemes
-  (``PositionScheme``, ``register_scheme``; NoPE, RoPE, ALiBi);
-* :mod:`posflow.simulate.models.train` — training on an offline byte corpus, checkpoints, a cache;
-* :mod:`posflow.simulate.models.corpus` — the corpus (the Python standard library by default; no
-torch);
-* :mod:`posflow.simulate.models.schemes`, :mod:`posflow.simulate.models.extrapolate` —
-accumulated-rotation,
-  learned-angle and PaTH schemes and train-short/test-long runs (AT20);
-  :mod:`posflow.simulate.models.store` reads their saved results without torch.
+* :mod:`~posflow.simulate.models.measure` — forward hooks recording λ_t, dataset-mean attention
+  and raw q·k, content (b, c) and gradient influence of posflow's LM and of Hugging Face GPT-2,
+  BLOOM, Falcon, MPT and Llama causal LMs (adapters in :mod:`~posflow.simulate.models._adapters`);
+* :mod:`~posflow.simulate.models.predict` — rollout predictions (a) attention-only, (b)
+  residual-aware, (c) with content, and their normalised W1 / Spearman against the measured
+  influence;
+* :mod:`~posflow.simulate.models.lm` — a small decoder-only LM with pluggable position schemes
+  (``PositionScheme``, ``register_scheme`` from :mod:`~posflow.simulate.models._scheme`; NoPE,
+  RoPE, ALiBi);
+* :mod:`~posflow.simulate.models.train` — training on an offline byte corpus, checkpoints, the
+  per-user model cache;
+* :mod:`~posflow.simulate.models.corpus` — the corpus (the Python standard library by default;
+  no torch);
+* :mod:`~posflow.simulate.models.schemes`, :mod:`~posflow.simulate.models.extrapolate` —
+  accumulated-rotation, learned-angle and PaTH schemes and train-short/test-long runs (AT20);
+  :mod:`~posflow.simulate.models.store` reads their saved results without torch.
 
 Sub-modules are imported on first use, so ``posflow.simulate.models.corpus`` works without torch.
 """
