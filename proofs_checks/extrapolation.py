@@ -1,6 +1,6 @@
 """Claims AT1–AT19 of [B], "Why Do Accumulated Transformations Extrapolate?".
 
-Importing this module registers one check per claim (see /work/shared/CLAIMS.md for the table)
+Importing this module registers one check per claim (catalog: CLAIMS.md, or ``posflow claims``)
 and attaches the AT relaxations of :mod:`posflow.proofs_checks.relaxations_at`. The checks live in
 topical modules, each pairing :mod:`posflow.theory.transport` (exact side) with :mod:`simulate`
 (numeric side):
