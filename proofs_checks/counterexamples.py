@@ -10,7 +10,8 @@ saved as a JSON record
      "violation": 0.0002, "drops": "...", "seed": 0, "max_examples": 200, "tried": 57}
 
 that :func:`replay` re-checks and :func:`export_test` turns into a pytest regression test.
-Command line: ``posflow counterexample ID [--list | --relax NAME | --replay FILE] ...``.
+The command line ``posflow counterexample ID [--list | --relax NAME | --replay FILE] ...`` is
+:mod:`posflow.proofs_checks.cli.counterexample`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from posflow.proofs_checks.registry import Relaxation
 
 __all__ = [
     "SearchResult",
-    "add_parser",
     "describe",
     "export_test",
     "get_relaxation",
@@ -365,100 +365,3 @@ def write_test(record, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source, encoding="utf-8")
     return path
-
-
-# ------------------------------------------------------------------------------------------
-# command line
-
-
-def _print_example(example: dict) -> None:
-    width = max(len(k) for k in example) if example else 0
-    for k, v in example.items():
-        print(f"  {k:<{width}}  {json.dumps(v)}")
-
-
-def cmd_counterexample(args) -> int:
-    """``posflow counterexample``: list, search, replay or export (exit 0; 2 on bad input)."""
-    modes = [m for m in ("list", "relax", "replay") if getattr(args, m)]
-    if not modes:
-        raise ValueError("give --list, --relax NAME or --replay FILE")
-    if args.list:
-        if args.out or args.export:
-            raise ValueError("--out and --export need --relax or --replay")
-        cid, rels = relaxations_of(args.id)
-        if args.json:
-            items = [{"name": k, "drops": r.drops} for k, r in sorted(rels.items())]
-            print(json.dumps({"id": cid, "relaxations": items}))
-        elif not rels:
-            print(f"{cid} has no relaxations")
-        else:
-            print(f"relaxations of {cid}:")
-            width = max(len(k) for k in rels)
-            for k, r in sorted(rels.items()):
-                print(f"  {k:<{width}}  drops {r.drops}")
-        return 0
-    if args.replay:
-        rec = load_record(args.replay)
-        if str(rec.get("id", "")).upper() != args.id.upper():
-            raise ValueError(f"--replay: the record is for claim {rec.get('id')!r}, not {args.id}")
-        v = replay(rec)
-        if args.export:
-            write_test(rec, args.export)
-        if args.json:
-            out = {"id": rec["id"], "relaxed": rec["relaxed"], "violates": v > 0, "violation": v}
-            print(json.dumps(out))
-        else:
-            state = "still violates" if v > 0 else "no longer violates"
-            print(f"{rec['id']} without {rec['relaxed']}: {state} (violation {v:.6g})")
-        return 0
-    res = search(args.id, args.relax, seed=args.seed, max_examples=args.max_examples)
-    if args.out:
-        save_record(res, args.out)
-    test_path = write_test(res, args.export) if args.export and res.found else None
-    if args.json:
-        print(json.dumps(res.as_record(), allow_nan=False))
-        return 0
-    print(f"{res.claim_id} without {res.relaxed} (drops {res.drops})")
-    if not res.found:
-        print(f"no counterexample in {res.max_examples} examples (seed {res.seed})")
-        if args.export:
-            print("nothing to export")
-        return 0
-    print(f"counterexample after {res.tried} examples (seed {res.seed}), shrunk:")
-    _print_example(res.example)
-    print(f"violation {res.violation:.6g} > 0")
-    text = describe(res)
-    if text:
-        print(text)
-    if args.out:
-        print(f"record written to {args.out}")
-    if test_path is not None:
-        print(f"regression test written to {test_path}")
-    return 0
-
-
-def add_parser(subparsers) -> None:
-    """Add ``posflow counterexample ID [--list | --relax NAME | --replay FILE] ...``."""
-    c = subparsers.add_parser(
-        "counterexample",
-        help="search a shrunk counterexample when an assumption is dropped",
-        description="List a claim's relaxations, search a shrunk counterexample with one "
-        "assumption dropped, or replay a saved one. Exit 0; 2 on bad arguments.",
-    )
-    c.add_argument("id", metavar="ID", help="claim ID, e.g. PB8")
-    mode = c.add_mutually_exclusive_group()
-    mode.add_argument("--list", action="store_true", help="name the claim's relaxations")
-    mode.add_argument("--relax", metavar="NAME", help="search with this assumption dropped")
-    mode.add_argument("--replay", metavar="FILE", help="re-check a saved JSON record")
-    c.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
-    c.add_argument(
-        "--max-examples",
-        type=int,
-        default=200,
-        metavar="N",
-        help="examples to generate (default 200)",
-    )
-    c.add_argument("--json", action="store_true", help="print the record as JSON")
-    c.add_argument("--out", metavar="FILE", help="save the JSON record")
-    c.add_argument("--export", metavar="PATH", help="write a pytest regression test")
-    c.set_defaults(func=cmd_counterexample)

@@ -30,6 +30,7 @@ __all__ = [
     "register",
     "run_claim",
     "select",
+    "timing_label",
     "verify",
 ]
 
@@ -189,13 +190,20 @@ def select(ids) -> list[Claim]:
 
 @dataclass
 class Result:
-    """A check's outcome: the evidence, or the error that crashed it, and the run time."""
+    """A check's outcome: the evidence, or the error that crashed it, and the run time.
+
+    ``seconds`` is the wall-clock time of the check; ``timing`` says what it includes (see
+    :func:`timing_label`): "alone" for the first check of a process (it pays for the imports,
+    numba compilation and memoised results it needs), "after K checks" when earlier checks of
+    the same process may have warmed those caches for it.
+    """
 
     claim: Claim
     status: str
     evidence: Evidence | None
     seconds: float
     error: str = ""
+    timing: str = ""
 
     def as_json(self) -> dict:
         ev = self.evidence
@@ -209,22 +217,40 @@ class Result:
             "summary": ev.summary if ev else "",
             "seconds": round(self.seconds, 3),
         }
+        if self.timing:
+            out["timing"] = self.timing
         if self.error:
             out["error"] = self.error
         return out
 
 
 def run_claim(claim: Claim, ctx: Context) -> Result:
-    """Run one check; a crash becomes status ERROR with the traceback's last line."""
+    """Run one check; a crash becomes status ERROR with the traceback's last line.
+
+    The result's ``seconds`` are the check's wall-clock time and ``timing`` the
+    :func:`timing_label` of how many checks this process ran before it.
+    """
+    label = timing_label(_CHECKS_RUN[0])
+    _CHECKS_RUN[0] += 1
     t0 = time.perf_counter()
     try:
         ev = claim.check(ctx)
         if not isinstance(ev, Evidence):
             raise TypeError(f"check of {claim.id} returned {type(ev).__name__}, not Evidence")
-        return Result(claim, ev.status, ev, time.perf_counter() - t0)
+        return Result(claim, ev.status, ev, time.perf_counter() - t0, timing=label)
     except Exception as exc:
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return Result(claim, ERROR, None, time.perf_counter() - t0, error=tb)
+        return Result(claim, ERROR, None, time.perf_counter() - t0, error=tb, timing=label)
+
+
+def timing_label(k: int) -> str:
+    """What the seconds of a check include when ``k`` checks ran before it in this process."""
+    if k == 0:
+        return "alone (first check of this process)"
+    return f"after {k} check{'s' if k > 1 else ''} in this process (may reuse their warm caches)"
+
+
+_CHECKS_RUN = [0]  # checks run so far in this process (for timing_label)
 
 
 def verify(ids=None, *, size: str = "quick", seed: int = 0, out=None) -> list[Result]:

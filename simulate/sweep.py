@@ -10,6 +10,11 @@ A *spec* (TOML) names an experiment and a grid of parameters::
     beta = [0.5, 1.0, 1.5]
     T = [100, 1000]
 
+A spec is bounded before anything runs: at most :data:`MAX_TASKS` grid points, a spec file of at
+most :data:`MAX_SPEC_BYTES`, and one task at the largest grid point must fit in the memory
+available now (:meth:`SweepSpec.peak_task_bytes`, an estimate of the float64 values a task of the
+experiment holds at once).
+
 Every task (one grid point) is keyed by ``sha256`` of the experiment, its version and the full
 parameter set, and written to the store (SQLite in WAL mode, ``DIR/sweep.sqlite``) in its own
 transaction as soon as it finishes. A sweep killed at any moment therefore resumes without
@@ -24,6 +29,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
+import numbers
 import sqlite3
 import time
 import tomllib
@@ -34,6 +41,8 @@ from posflow.simulate._sweep_experiments import EXPERIMENTS, Experiment
 
 __all__ = [
     "EXPERIMENTS",
+    "MAX_SPEC_BYTES",
+    "MAX_TASKS",
     "NEEDS_DASK",
     "Experiment",
     "SweepReport",
@@ -52,6 +61,20 @@ NEEDS_DASK = (
 )
 STORE_FILE = "sweep.sqlite"
 _SPEC_KEYS = {"experiment", "version", "params", "grid"}
+MAX_TASKS = 10**6  # grid points of one sweep
+MAX_SPEC_BYTES = 2**20  # a spec is a short text file
+
+
+def _task_values(experiment: str, p: dict) -> float:
+    """About how many float64 values one task holds at once (kernel tables, the λ schedule,
+    the log-diagonal summed in blocks of 2^22 values, trial arrays); an upper estimate."""
+    if experiment in ("rollout_profile", "dichotomy"):
+        n, T = p["n"], p["T"]
+        heads = p.get("heads", 1)
+        return 4 * n * heads + 12 * n + 2 * T + 3 * min(T * n, 2**22)
+    if experiment == "far_mass":
+        return 8 * p["length"] * p["d"] + 1024 * p["d"] + 5 * p["n_trials"]
+    return 0.0  # pragma: no cover - an experiment without an estimate is not bounded
 
 
 def _canonical(obj) -> str:
@@ -87,6 +110,25 @@ class SweepSpec:
         """sha256 of the canonical spec: two specs with one fingerprint share a store."""
         return hashlib.sha256(_canonical(self.as_dict()).encode()).hexdigest()
 
+    @property
+    def num_tasks(self) -> int:
+        """Grid points: the product of the grid's list lengths (1 without a grid)."""
+        return math.prod(len(v) for v in self.grid.values())
+
+    def largest_task(self) -> dict:
+        """Parameters of the largest grid point: the largest value of every numeric grid
+        parameter (sizes grow with them), the first value of the others."""
+        base = EXPERIMENTS[self.experiment].defaults() | self.fixed
+        big = {}
+        for k, vals in self.grid.items():
+            nums = [v for v in vals if isinstance(v, numbers.Real) and not isinstance(v, bool)]
+            big[k] = max(nums) if len(nums) == len(vals) else vals[0]
+        return base | big
+
+    def peak_task_bytes(self) -> float:
+        """Bytes one task at :meth:`largest_task` holds at once (an upper estimate)."""
+        return 8.0 * _task_values(self.experiment, self.largest_task())
+
     def tasks(self) -> list[tuple[int, str, dict]]:
         """(index, key, params) of every grid point, in grid order (last name fastest)."""
         base = EXPERIMENTS[self.experiment].defaults() | self.fixed
@@ -103,8 +145,11 @@ def parse_spec(data: dict, source: str = "spec") -> SweepSpec:
 
     Raises ValueError/TypeError naming the offending key: an unknown experiment, top-level key
     or parameter, a parameter both fixed and in the grid, an empty grid list, a value of the
-    wrong type or outside its range, or a version other than the experiment's.
+    wrong type or outside its range, a version other than the experiment's, a grid of more than
+    :data:`MAX_TASKS` points, or a largest task that would not fit in the memory available now.
     """
+    if not isinstance(data, dict):
+        raise TypeError(f"{source}: a spec must be a table; got {type(data).__name__}")
     extra = sorted(set(data) - _SPEC_KEYS)
     if extra:
         raise ValueError(f"{source}: unknown key {extra[0]!r}; allowed: {sorted(_SPEC_KEYS)}")
@@ -136,7 +181,30 @@ def parse_spec(data: dict, source: str = "spec") -> SweepSpec:
         if len(set(vals)) != len(vals):
             raise ValueError(f"{source}: grid parameter {k!r} repeats a value")
         checked[k] = vals
-    return SweepSpec(name, exp.version, fixed, checked)
+    spec = SweepSpec(name, exp.version, fixed, checked)
+    if spec.num_tasks > MAX_TASKS:
+        sizes = " x ".join(f"{len(v)} {k}" for k, v in checked.items())
+        raise ValueError(
+            f"{source}: the grid has {spec.num_tasks} points ({sizes}); at most {MAX_TASKS} "
+            "run in one sweep"
+        )
+    _check_memory(spec, source)
+    return spec
+
+
+def _check_memory(spec: SweepSpec, source: str) -> None:
+    from posflow.simulate._validate import available_memory
+
+    need, avail = spec.peak_task_bytes(), available_memory()
+    if need > 0.8 * avail:
+        big = spec.largest_task()
+        sizes = ", ".join(
+            f"{k} = {big[k]}" for k in ("n", "T", "heads", "length", "d", "n_trials") if k in big
+        )
+        raise ValueError(
+            f"{source}: one task of {spec.experiment} at {sizes} would need about "
+            f"{need / 2**30:.3g} GiB, but only {avail / 2**30:.3g} GiB of memory is available"
+        )
 
 
 def load_spec(path) -> SweepSpec:
@@ -144,17 +212,38 @@ def load_spec(path) -> SweepSpec:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"spec file {str(path)!r} does not exist")
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise ValueError(
+            f"spec {str(path)!r} is {size} bytes; a spec is at most {MAX_SPEC_BYTES} bytes"
+        )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"spec {str(path)!r} is not UTF-8 text") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"spec {str(path)!r} is not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ValueError(f"spec {str(path)!r} is nested too deeply") from None
     return parse_spec(data, str(path))
 
 
 def run_task(experiment: str, params: dict, backend: str = "numpy", device=None):
-    """Run one task; returns (results dict, seconds). Executed on the Dask workers."""
+    """Run one task; returns (results dict, seconds). Executed on the Dask workers.
+
+    A result that is not a finite number (NaN, an infinity from an underflow) is refused with a
+    ValueError naming it, so that the store and its JSON hold only finite numbers.
+    """
     t0 = time.perf_counter()
     res = EXPERIMENTS[experiment].run(params, backend, device)
+    for k, v in res.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(
+                f"experiment {experiment!r} gave {k} = {v}, not a finite number "
+                f"(an underflow at these parameters)"
+            )
     return res, time.perf_counter() - t0
 
 
@@ -226,7 +315,7 @@ class SweepStore:
                 key,
                 idx,
                 _canonical(params),
-                json.dumps(results),
+                json.dumps(results, allow_nan=False),
                 backend,
                 seconds,
                 time.time(),

@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 
 from posflow.proofs_checks import relaxations as rx
-from posflow.proofs_checks.cli import main
 from posflow.proofs_checks.counterexamples import (
     SearchResult,
     describe,
@@ -292,108 +291,6 @@ def test_export_refuses_an_empty_record():
     empty = SearchResult("PB8", "nonnegative_slope", "m", False, None, None, 10, 0, 10)
     with pytest.raises(ValueError, match="found is false"):
         export_test(empty)
-
-
-# ------------------------------------------------------------------------------------------
-# command line
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_cli_list(capsys):
-    code, out, err = run(capsys, "counterexample", "pb8", "--list")
-    assert code == 0 and err == ""
-    assert "nonnegative_slope" in out and "m_h ≥ 0" in out
-    code, out, _ = run(capsys, "counterexample", "PB6", "--list", "--json")
-    rec = json.loads(out)
-    assert rec["id"] == "PB6" and rec["relaxations"][0]["name"] == "reachability"
-    assert "reachability" in rec["relaxations"][0]["drops"]
-
-
-def test_cli_relax_json_shape(capsys, found):
-    code, out, err = run(capsys, "counterexample", "PB8", "--relax", "nonnegative_slope", "--json")
-    assert code == 0 and err == ""
-    rec = json.loads(out)
-    assert {"id", "relaxed", "found", "example"} <= set(rec)
-    assert rec["id"] == "PB8" and rec["relaxed"] == "nonnegative_slope" and rec["found"] is True
-    assert rec["example"] == found["PB8"].example
-    assert rec["violation"] == pytest.approx(found["PB8"].violation, rel=0, abs=0)
-
-
-def test_cli_relax_human_out_replay_export(capsys, tmp_path, found):
-    rec_file, test_file = tmp_path / "r.json", tmp_path / "test_x.py"
-    code, out, _ = run(
-        capsys,
-        "counterexample",
-        "PB11",
-        "--relax",
-        "residual",
-        "--out",
-        str(rec_file),
-        "--export",
-        str(test_file),
-    )
-    assert code == 0
-    assert "counterexample after" in out and "violation" in out and "no U" in out
-    assert json.loads(rec_file.read_text())["example"] == found["PB11"].example
-    assert "replay(RECORD)" in test_file.read_text()
-    code, out, _ = run(capsys, "counterexample", "PB11", "--replay", str(rec_file))
-    assert code == 0 and "still violates" in out
-    code, out, _ = run(capsys, "counterexample", "PB11", "--replay", str(rec_file), "--json")
-    assert json.loads(out)["violates"] is True
-
-
-def test_cli_reports_when_nothing_is_found(capsys):
-    code, out, _ = run(
-        capsys,
-        "counterexample",
-        "PB8",
-        "--relax",
-        "nonnegative_slope",
-        "--max-examples",
-        "1",
-        "--seed",
-        "3",
-        "--json",
-    )
-    rec = json.loads(out)
-    assert code == 0
-    if not rec["found"]:  # one draw may or may not break the claim; never an invented example
-        assert rec["example"] is None
-    else:
-        assert replay(rec) > 0
-
-
-@pytest.mark.parametrize(
-    "argv, match",
-    [
-        (["counterexample", "PB999", "--list"], "unknown claim ID"),
-        (["counterexample", "PB8", "--relax", "nope"], "no relaxation 'nope'"),
-        (["counterexample", "PB8"], "give --list"),
-        (["counterexample", "PB8", "--list", "--relax", "causal"], "not allowed with"),
-        (["counterexample", "PB8", "--replay", "/nonexistent.json"], "no such file"),
-        (
-            ["counterexample", "PB8", "--relax", "nonnegative_slope", "--max-examples", "0"],
-            "max_examples",
-        ),
-        (["counterexample", "PB8", "--list", "--seed", "x"], "invalid int"),
-        (["counterexample", "PB8", "--list", "--out", "x.json"], "--out"),
-    ],
-)
-def test_cli_bad_arguments_one_line_exit_2(capsys, argv, match):
-    code, _out, err = run(capsys, *argv)
-    assert code == 2
-    assert match in err and err.count("\n") == 1
-
-
-def test_cli_replay_of_another_claims_record(capsys, tmp_path, found):
-    f = save_record(found["PB2"], tmp_path / "pb2.json")
-    code, _, err = run(capsys, "counterexample", "PB8", "--replay", str(f))
-    assert code == 2 and "not PB8" in err
 
 
 # ------------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from posflow.proofs_checks import measure_cli  # noqa: E402
 from posflow.proofs_checks.cli import main  # noqa: E402
+from posflow.proofs_checks.cli import measure as measure_cli  # noqa: E402
 from posflow.simulate.models.corpus import load_corpus, windows  # noqa: E402
 from posflow.simulate.models.lm import LMConfig  # noqa: E402
 from posflow.simulate.models.measure import measure  # noqa: E402

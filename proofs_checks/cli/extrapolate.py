@@ -7,9 +7,17 @@ and ``posflow`` itself, work without it.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from pathlib import Path
+
+from posflow.proofs_checks.cli._common import (
+    UsageError,
+    integer,
+    output_dir,
+    output_file,
+    positive_float,
+    print_json,
+    torch_device,
+)
 
 __all__ = ["add_parser", "cmd_extrapolate"]
 
@@ -20,7 +28,8 @@ Default CPU run (the committed table, shipped as package data): 9 schemes, each 
 3-layer, 4-head, d = 64 byte-level LM trained for 160 s (--time; or a fixed --steps) at context
 64 with batch 16 on the Python standard library, then evaluated at 64, 128, ..., 4096 (64x) on
 held-out windows (max(2, 8192 // L) windows of L bytes, seed 42 + L). About 30 minutes on two
-cores (--threads 1 on a shared machine). PPL = exp(mean next-byte cross-entropy, all positions).
+cores; by default the threads are the cores other processes leave free (--threads N).
+PPL = exp(mean next-byte cross-entropy, all positions).
 
 Schemes: nope, rope, alibi; random_qk / random_qkv (accumulated angles ~ Unif[-f_b, f_b],
 resampled every training step; fixed seed at evaluation); random_pos_qk / random_pos_qkv
@@ -63,60 +72,71 @@ def _print_table(rows) -> None:
     Console().print(t)
 
 
+def _store(args) -> Path:
+    """The run store: checked as a writable folder when training, as a folder when reading."""
+    from posflow.simulate.models.store import COMMITTED_STORE, user_store
+
+    if args.results:  # reading: the committed run unless --store names another
+        if args.store is None:
+            return COMMITTED_STORE
+        store = Path(args.store)
+        if store.exists() and not store.is_dir():
+            raise UsageError(f"--store {args.store!r} is a file, not a folder")
+        return store
+    if args.store is None:
+        return output_dir("--store (the per-user cache)", user_store())
+    return output_dir("--store", args.store)
+
+
 def cmd_extrapolate(args) -> int:
     """Run (or read) a train-short/test-long comparison; returns the exit code (AT20)."""
     from posflow.proofs_checks.extrapolation_trained import plot_extrapolation, read_store
-    from posflow.simulate.models.store import COMMITTED_STORE, user_store
 
-    if args.store:
-        store = Path(args.store)
-    else:  # reading: the committed run; training: the per-user store
-        store = COMMITTED_STORE if args.results else user_store()
     if args.steps is not None and args.time is not None:
-        raise ValueError("give at most one of --steps and --time")
+        raise UsageError("give at most one of --steps and --time")
     if args.results and args.schemes:
-        raise ValueError("--results prints the saved table; it takes no --schemes")
+        raise UsageError("--results prints the saved table; it takes no --schemes")
+    plot = output_file("--plot", args.plot, ".png") if args.plot else None
+    store = _store(args)
     if not args.results:
         if not _torch_available():
-            raise ValueError(NEEDS_TORCH)
+            raise UsageError(NEEDS_TORCH)
+        device = torch_device("--device", args.device or "cpu")
+        from posflow.simulate._threads import set_threads
         from posflow.simulate.models.extrapolate import ExtrapolationConfig, run_extrapolation
 
         kw = {}
         for name in ("train_len", "max_factor", "steps", "batch_size", "lr", "n_layer",
                      "n_head", "d_model", "seed", "max_bytes", "eval_tokens", "chunk",
-                     "device", "threads"):  # fmt: skip
+                     "device"):  # fmt: skip
             v = getattr(args, name)
             if v is not None:
                 kw[name] = v
+        kw["device"] = str(device)
         if args.time is not None:
-            if not (math.isfinite(args.time) and args.time > 0):
-                raise ValueError(f"--time must be a positive number of seconds; got {args.time}")
             kw["time_s"] = args.time
         if args.schemes:
             kw["schemes"] = tuple(s for x in args.schemes for s in x.replace(",", " ").split())
-        if kw.get("device", "cpu").startswith("cuda"):
-            import torch
-
-            if not torch.cuda.is_available():
-                raise ValueError("--device cuda: no CUDA device is available")
+        kw["threads"] = set_threads(args.threads, torch=True)
         cfg = ExtrapolationConfig(**kw)
 
         def log(msg):
             if not args.json:
                 print(msg, flush=True)
 
+        log(f"{kw['threads']} CPU thread(s), device {device}, store {store}")
         run_extrapolation(cfg, store, log=log)
     rows = read_store(store)
-    if args.plot:
+    if plot is not None:
         if not rows:
-            raise ValueError(f"--plot: no saved results in {store}")
-        plot_extrapolation(rows, args.plot)
+            raise UsageError(f"--plot: no saved results in {store}")
+        plot_extrapolation(rows, plot)
     if args.json:
-        print(json.dumps(rows))
+        print_json(rows, inputs="--store")
     elif rows:
         _print_table(rows)
-        if args.plot:
-            print(f"plot written to {args.plot}")
+        if plot is not None:
+            print(f"plot written to {plot}")
     else:
         print(f"no saved results in {store}; run `posflow extrapolate` to produce them")
     return 0
@@ -137,18 +157,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-factor", type=int, help="longest length / training (default 64)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--steps", type=int, help="optimiser steps per scheme (default: use --time)")
-    g.add_argument("--time", type=float, help="training seconds per scheme (default 160)")
+    g.add_argument("--time", type=positive_float, help="training seconds per scheme (default 160)")
     p.add_argument("--batch-size", type=int, help="training batch (default 16)")
     p.add_argument("--lr", type=float, help="peak learning rate (default 3e-3)")
     p.add_argument("--n-layer", type=int, help="layers (default 3)")
     p.add_argument("--n-head", type=int, help="heads (default 4)")
     p.add_argument("--d-model", type=int, help="model width (default 64)")
-    p.add_argument("--seed", type=int, help="seed of weights and batches (default 0)")
+    p.add_argument("--seed", type=integer(0), help="seed of weights and batches (default 0)")
     p.add_argument("--max-bytes", type=int, help="corpus bytes (default 4,000,000)")
     p.add_argument("--eval-tokens", type=int, help="evaluation tokens per length (default 8192)")
     p.add_argument("--chunk", type=int, help="queries per attention chunk (default 512)")
     p.add_argument("--device", help="torch device: cpu (default), cuda, cuda:1")
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    p.add_argument(
+        "--threads",
+        type=integer(1),
+        metavar="N",
+        help="CPU threads of torch, BLAS and numba (default: the free cores)",
+    )
     p.add_argument("--store", metavar="DIR", help="run store (default: the per-user cache when "
                    "training, the committed run with --results)")  # fmt: skip
     p.add_argument("--results", action="store_true", help="print the saved table; train nothing")

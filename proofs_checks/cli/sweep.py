@@ -12,18 +12,28 @@ gives one line and exit code 2, with the store left as it was.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-__all__ = ["add_parser", "cmd_sweep", "format_table"]
+from posflow.proofs_checks.cli._common import (
+    UsageError,
+    bad_input,
+    ensure_memory,
+    output_dir,
+    output_file,
+    positive_float,
+    print_json,
+)
+
+__all__ = ["add_parser", "cmd_sweep", "default_store", "format_table"]
 
 EPILOG = """\
 SPEC is a TOML file: experiment = NAME (rollout_profile, dichotomy, far_mass), optional
 version = N, a [params] table of fixed parameters and a [grid] table of lists; every
 combination of the grid is one task. Finished tasks are written at once to STORE
-(default ./<spec name>.sweep); rerunning the same spec skips them, so an interrupted sweep
-resumes where it stopped. See examples/sweeps/.
+(default <user cache>/sweeps/<experiment>-<spec hash>.sweep); rerunning the same spec skips
+them, so an interrupted sweep resumes where it stopped. Sizes (grid points, n, T, length) are
+checked against the available memory before anything runs. See examples/sweeps/.
 """
 
 
@@ -47,7 +57,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--connect-timeout",
-        type=float,
+        type=positive_float,
         default=10.0,
         metavar="S",
         help="seconds to wait for --scheduler (default 10)",
@@ -91,7 +101,7 @@ def _print_store(path, as_json: bool) -> int:
     with SweepStore(path) as store:
         rows, spec = store.rows(), store.spec
     if as_json:
-        print(json.dumps(rows, indent=1))
+        print_json(rows, inputs=f"--show {path}", indent=1)
         return 0
     title = f"{spec['experiment']} v{spec['version']}: {len(rows)} rows ({path})"
     console = Console()
@@ -108,21 +118,36 @@ def default_store(spec) -> Path:
     return user_cache_dir() / "sweeps" / f"{spec.experiment}-{spec.fingerprint[:12]}.sweep"
 
 
-def cmd_sweep(args) -> int:
-    from posflow.proofs_checks.cli import UsageError
+def _store_path(args, spec) -> Path:
+    if args.store is None:
+        return output_dir("--store (the per-user cache)", default_store(spec))
+    if str(args.store).endswith(".sqlite"):
+        return output_file("--store", args.store)
+    return output_dir("--store", args.store)
 
+
+def cmd_sweep(args) -> int:
+    """Run a sweep (or ``--show`` a store); the table of the store is printed at the end."""
     if args.show is not None:
         if args.spec is not None:
             raise UsageError("give SPEC.toml or --show STORE, not both")
-        return _print_store(args.show, args.json)
+        with bad_input("--show"):
+            return _print_store(args.show, args.json)
     if args.spec is None:
         raise UsageError("sweep needs SPEC.toml (or --show STORE)")
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1; got {args.workers}")
     from posflow.simulate.sweep import load_spec, run_sweep
 
-    spec = load_spec(args.spec)
-    store = Path(args.store) if args.store else default_store(spec)
+    with bad_input("SPEC.toml"):
+        spec = load_spec(args.spec)
+    parallel = 1 if args.scheduler else min(args.workers, spec.num_tasks)
+    ensure_memory(
+        "--workers",
+        parallel * spec.peak_task_bytes(),
+        f"{parallel} task(s) of {spec.experiment} at once (largest grid point)",
+    )
+    store = _store_path(args, spec)
     try:
         report = run_sweep(
             spec,
@@ -136,8 +161,7 @@ def cmd_sweep(args) -> int:
             timeout=args.connect_timeout,
         )
     except ImportError as exc:
-        print(f"posflow: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError(str(exc)) from None
     print(
         f"{report.total} tasks: {report.skipped} already in {store}, "
         f"{report.computed} computed in {report.seconds:.1f} s",

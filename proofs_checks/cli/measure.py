@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from posflow.proofs_checks.cli._common import (
+    UsageError,
+    bad_input,
+    integer,
+    output_file,
+    print_json,
+    torch_device,
+)
 
 __all__ = ["add_parser", "cmd_measure", "load_model", "run_measure"]
 
@@ -186,15 +194,20 @@ def _print(out, name):
 
 
 def cmd_measure(args) -> int:
+    """Measure a checkpoint (or the cached ``--train`` model) and compare predictions (PB15)."""
     if not _torch_available():
-        print(NEEDS_TORCH, file=sys.stderr)
-        return 2
+        raise UsageError(NEEDS_TORCH)
     if (args.model is None) == (not args.train):
-        raise ValueError("give either MODEL (a checkpoint) or --train, not both or neither")
+        raise UsageError("give either MODEL (a checkpoint) or --train, not both or neither")
     if args.n < 2:
-        raise ValueError(f"--n must be at least 2; got {args.n}")
+        raise UsageError(f"--n must be at least 2; got {args.n}")
     if args.num_seqs < 1:
-        raise ValueError(f"--num-seqs must be at least 1; got {args.num_seqs}")
+        raise UsageError(f"--num-seqs must be at least 1; got {args.num_seqs}")
+    plot = output_file("--plot", args.plot, ".png") if args.plot else None
+    device = torch_device("--device", args.device)  # before loading or training anything
+    from posflow.simulate._threads import set_threads
+
+    threads = set_threads(args.threads, torch=True)
     if args.train:
         from posflow.simulate.models.train import cached_model
 
@@ -202,15 +215,11 @@ def cmd_measure(args) -> int:
         tok, short = None, f"posflow {args.preset} ALiBi LM"
         name = f"{short} ({path})"
     else:
-        model, kind, tok, record = load_model(args.model)
+        with bad_input("MODEL"):
+            model, kind, tok, record = load_model(args.model)
         name, short = args.model, f"{Path(args.model).name} ({kind})"
-    if args.device != "cpu":
-        import torch
-
-        try:
-            model = model.to(torch.device(args.device))
-        except (RuntimeError, AssertionError) as exc:
-            raise ValueError(f"--device {args.device!r} is not available: {exc}") from exc
+    if device.type != "cpu":
+        model = model.to(device)
     ids, corpus = _sequences(args, model, tok, record)
     out = run_measure(
         model,
@@ -219,19 +228,19 @@ def cmd_measure(args) -> int:
         batch_size=args.batch_size,
         progress=not args.json,
     )
-    out.update(model=name, corpus=corpus)
-    if args.plot:
+    out.update(model=name, corpus=corpus, device=str(device), threads=threads)
+    if plot is not None:
         from posflow.proofs_checks.figures import plot_profiles
 
         title = f"{short}, n = {out['n']}, N = {out['num_sequences']}, L = {out['num_layers']}"
         order = ("attention_only", "residual", "residual_content", "measured")
         out["plot"] = str(
-            plot_profiles({k: out["profiles"][k] for k in order}, title, args.plot, logy=True)
+            plot_profiles({k: out["profiles"][k] for k in order}, title, plot, logy=True)
         )
     if args.json:
         from posflow.proofs_checks.report import jsonable
 
-        print(json.dumps(jsonable(out)))
+        print_json(jsonable(out), inputs="MODEL")
     else:
         _print(out, name)
     return 0
@@ -264,7 +273,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         choices=("default", "quick", "tiny"),
         help="which small model --train trains (default: default)",
     )
-    p.add_argument("--n", type=int, default=256, help="tokens per sequence (default 256)")
+    p.add_argument("--n", type=int, default=256, help="tokens per sequence, >= 2 (default 256)")
     p.add_argument("--num-seqs", type=int, default=32, help="number of sequences N (default 32)")
     p.add_argument(
         "--corpus",
@@ -272,10 +281,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="PATH",
         help="text files or folders (default: the Python standard library)",
     )
-    p.add_argument("--max-bytes", type=int, help="read at most this many corpus bytes")
-    p.add_argument("--seed", type=int, default=0, help="which sequences are drawn (default 0)")
+    p.add_argument("--max-bytes", type=integer(1), help="read at most this many corpus bytes")
+    p.add_argument(
+        "--seed", type=integer(0), default=0, help="which sequences are drawn (default 0)"
+    )
     p.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default cpu)")
-    p.add_argument("--batch-size", type=int, help="sequences per forward pass (default: auto)")
+    p.add_argument(
+        "--batch-size", type=integer(1), help="sequences per forward pass (default: auto)"
+    )
+    p.add_argument(
+        "--threads",
+        type=integer(1),
+        metavar="N",
+        help="CPU threads of torch, BLAS and numba (default: the free cores)",
+    )
     p.add_argument(
         "--content-scale",
         choices=("sqrt_d", "raw"),

@@ -1,0 +1,134 @@
+"""``posflow verify [IDS] [--quick|--full] [--out DIR] [--json] [--seed S] [--threads N]``.
+
+Checks claims and reports measured verdicts; every record carries its provenance
+(:func:`posflow.proofs_checks.report.provenance`). Exit 0, 1 when a check crashed, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from posflow.proofs_checks.cli._common import (
+    UsageError,
+    integer,
+    one_line,
+    output_dir,
+    print_json,
+)
+
+__all__ = ["add_parser", "cmd_verify"]
+
+
+def add_parser(sub) -> None:
+    """Register ``posflow verify``."""
+    v = sub.add_parser("verify", help="check claims and report measured verdicts")
+    v.add_argument("ids", nargs="*", metavar="ID", help="claim IDs or prefixes (PB, AT)")
+    g = v.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="small sizes (default)")
+    g.add_argument("--full", action="store_true", help="large sizes (depth 1e5, n = 1e4)")
+    v.add_argument("--out", metavar="DIR", help="write index.md, figures and results.json")
+    v.add_argument("--json", action="store_true", help="print a JSON list of results")
+    v.add_argument(
+        "--seed", type=integer(0), default=0, help="seed of random inputs, >= 0 (default 0)"
+    )
+    v.add_argument(
+        "--threads",
+        type=integer(1),
+        metavar="N",
+        help="CPU threads of numba, BLAS and torch (default: the free cores)",
+    )
+    v.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run each check in its own process, so its seconds are measured alone",
+    )
+    v.set_defaults(func=cmd_verify)
+
+
+def _isolated(claim, args, size, out, threads):
+    """Run one check in a new ``python -m posflow verify ID --json`` process."""
+    from posflow.proofs_checks import registry
+
+    cmd = [sys.executable, "-m", "posflow", "verify", claim.id, "--json", f"--{size}",
+           "--seed", str(args.seed), "--threads", str(threads)]  # fmt: skip
+    if out is not None:
+        cmd += ["--out", str(out)]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    try:
+        rec = json.loads(r.stdout)[0]
+    except (json.JSONDecodeError, IndexError, KeyError, TypeError):
+        tail = r.stderr.strip().splitlines()
+        why = one_line(tail[-1]) if tail else f"exit code {r.returncode}"
+        return registry.Result(claim, registry.ERROR, None, 0.0, why, "alone (own process)")
+    ev = None
+    if rec["status"] != registry.ERROR:
+        ev = registry.Evidence(rec["status"], rec["measured"], rec["figures"], rec["summary"])
+    return registry.Result(
+        claim, rec["status"], ev, rec["seconds"], rec.get("error", ""), "alone (own process)"
+    )
+
+
+def cmd_verify(args) -> int:
+    """Run the selected checks; print a table or JSON; write the report with ``--out``."""
+    from posflow.proofs_checks import registry
+    from posflow.proofs_checks.report import provenance, records, write_report
+    from posflow.simulate._threads import set_threads
+
+    out = output_dir("--out", args.out) if args.out else None
+    try:
+        claims = registry.select(args.ids)
+    except ValueError as exc:
+        raise UsageError(f"ID: {exc}") from None
+    if not claims:
+        msg = "no claims are registered yet"
+        print("[]" if args.json else msg)
+        return 0
+    threads = set_threads(args.threads)
+    size = "full" if args.full else "quick"
+    ctx = registry.Context(size=size, out=out, seed=args.seed)
+    prov = provenance(seed=args.seed, size=size, threads=threads, isolated=args.isolate)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    results = []
+    err = Console(stderr=True)
+    with Progress(console=err, transient=True, disable=args.json and not err.is_terminal) as bar:
+        task = bar.add_task("verifying", total=len(claims))
+        for c in claims:
+            bar.update(task, description=f"verifying {c.id}")
+            if args.isolate:
+                results.append(_isolated(c, args, size, out, threads))
+            else:
+                results.append(registry.run_claim(c, ctx))
+            bar.advance(task)
+    index = write_report(results, out, size=size, provenance=prov) if out is not None else None
+    if args.json:
+        print_json(records(results, prov), inputs="verify", indent=1)
+    else:
+        _print_table(results, size, prov)
+        if index is not None:
+            print(f"report: {index}")
+    return 1 if any(r.status == registry.ERROR for r in results) else 0
+
+
+def _print_table(results, size, prov):
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    colour = {"HOLDS": "green", "FAILS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta"}
+    commit = prov.get("git_commit", "")[:12]
+    t = Table(
+        title=f"posflow verify ({size})",
+        caption=f"posflow {prov['posflow']}{' @ ' + commit if commit else ''}, seed "
+        f"{prov['seed']}, {prov['threads']} thread(s); s = seconds ({prov['timing']})",
+    )
+    for col in ("ID", "status", "statement", "s"):
+        t.add_column(col, overflow="fold")
+    for r in results:
+        note = r.error or (r.evidence.summary if r.evidence else "")
+        stmt = escape(r.claim.statement) + (f"\n[dim]{escape(note)}[/dim]" if note else "")
+        t.add_row(r.claim.id, f"[{colour[r.status]}]{r.status}[/]", stmt, f"{r.seconds:.1f}")
+    Console().print(t)
