@@ -2,14 +2,16 @@
 
     python benchmarks/backend.py [--quick]
 
-1. ``influence`` of 32-head ALiBi kernels at n = 10⁶, T = 64 (``--quick``: n = 10⁵):
+1. ``influence`` of 32-head and one-head ALiBi kernels at n = 10⁶, T = 64 (``--quick``: n = 10⁵):
    numba   the NumPy backend's compiled suffix recurrence (the CPU fast path);
-   NumPy   the generic array-API code (chunked scan, simulate._kernels_xp) on NumPy arrays;
-   torch   the same generic code on torch CPU tensors (``backend="torch"``);
+   NumPy   the array-API chunked scan (simulate._scan) on NumPy arrays (the same kernel with
+           numba switched off, ``K._use_numba = False``): the measurement that keeps numba as
+           the NumPy fast path;
+   torch   the same array-API code on torch CPU tensors (``backend="torch"``);
    with the largest difference from numba (float64).
 2. SO(2) route scores (RoPE trick) for n = n_q = 4096 keys and queries, d = 96:
-   NumPy   :func:`posflow.simulate.transport.so2_scores`;
-   torch   :func:`posflow.simulate.backend.so2_scores_xp` on torch CPU tensors.
+   :func:`posflow.simulate.transport.so2_scores` on NumPy arrays and on torch CPU tensors (one
+   code path, two backends).
 
 Everything runs on one core (BLAS, numba and torch threads pinned to 1); the machine is shared,
 so absolute times are noisy and only the ratios within one run mean much. Results are written to
@@ -28,7 +30,7 @@ import platform
 import numpy as np
 from _bench import best_of, write_results
 
-from posflow.simulate import _kernels_xp, backend, transport
+from posflow.simulate import backend, transport
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes
 from posflow.simulate.rollout import constant, influence
 
@@ -45,7 +47,7 @@ def bench_influence(n, T, H, repeat):
     influence(K, constant(0.1, 1))  # compile
     t_nb, p_nb = best_of(lambda: influence(K, lam), repeat)
     Kx = alibi_kernel(n, slopes)
-    Kx._dev = _kernels_xp.alibi_tables(Kx)  # the generic path, on NumPy arrays
+    Kx._use_numba = False  # the array-API scan, on NumPy arrays
     t_np, p_np = best_of(lambda: influence(Kx, lam), repeat)
     out = {
         "n": n,
@@ -80,7 +82,7 @@ def bench_scores(n, d, repeat):
     if "torch" not in backend.available_backends():
         return out
     args = [backend.asarray(x, "torch") for x in (q, k, theta)]
-    t_t, s_t = best_of(lambda: backend.so2_scores_xp(*args), repeat)
+    t_t, s_t = best_of(lambda: transport.so2_scores(*args), repeat)
     out |= {"torch_s": t_t, "torch_max_abs_diff": float(np.abs(s_t.numpy() - s_np).max())}
     return out
 
@@ -96,30 +98,35 @@ def main(argv=None):
         "influence": bench_influence(
             10**5 if args.quick else 10**6, 64, 32, 1 if args.quick else 3
         ),
+        "influence_one_head": bench_influence(
+            10**5 if args.quick else 10**6, 64, 1, 1 if args.quick else 3
+        ),
         "so2_scores": bench_scores(1024 if args.quick else 4096, 96, 1 if args.quick else 3),
     }
-    b, s = res["influence"], res["so2_scores"]
-    lines = [
-        "# Backend benchmark (one core)",
-        "",
-        f"_{NOTE}_",
-        "",
-        f"influence, 32-head ALiBi, n = {b['n']:,}, T = {b['T']}:",
-        f"- numba (NumPy backend): {b['numba_s']:.2f} s",
-        f"- generic code on NumPy: {b['numpy_s']:.2f} s "
-        f"(**{b['numpy_s'] / b['numba_s']:.1f}×** numba; max |Δp| = {b['numpy_max_abs_diff']:.1e})",
-    ]
-    if "torch_s" in b:
-        lines.append(
-            f"- generic code on torch {b['torch_version']} CPU: {b['torch_s']:.2f} s "
-            f"(**{b['torch_s'] / b['numba_s']:.1f}×** numba, "
-            f"{b['torch_s'] / b['numpy_s']:.2f}× NumPy; max |Δp| = {b['torch_max_abs_diff']:.1e})"
-        )
+    s = res["so2_scores"]
+    lines = ["# Backend benchmark (one core)", "", f"_{NOTE}_"]
+    for b in (res["influence"], res["influence_one_head"]):
+        heads = f"{b['heads']}-head" if b["heads"] > 1 else "one-head"
+        lines += [
+            "",
+            f"influence, {heads} ALiBi, n = {b['n']:,}, T = {b['T']}:",
+            f"- numba (NumPy backend): {b['numba_s']:.2f} s",
+            f"- array-API scan on NumPy: {b['numpy_s']:.2f} s "
+            f"(**{b['numpy_s'] / b['numba_s']:.1f}×** numba; "
+            f"max |Δp| = {b['numpy_max_abs_diff']:.1e})",
+        ]
+        if "torch_s" in b:
+            lines.append(
+                f"- array-API scan on torch {b['torch_version']} CPU: {b['torch_s']:.2f} s "
+                f"(**{b['torch_s'] / b['numba_s']:.1f}×** numba, "
+                f"{b['torch_s'] / b['numpy_s']:.2f}× NumPy; "
+                f"max |Δp| = {b['torch_max_abs_diff']:.1e})"
+            )
     lines += ["", f"SO(2) scores, n = n_q = {s['n']}, d = {s['d']}:"]
     lines.append(f"- NumPy (simulate.transport.so2_scores): {s['numpy_s'] * 1e3:.0f} ms")
     if "torch_s" in s:
         lines.append(
-            f"- torch CPU (so2_scores_xp): {s['torch_s'] * 1e3:.0f} ms "
+            f"- torch CPU (the same so2_scores): {s['torch_s'] * 1e3:.0f} ms "
             f"(**{s['torch_s'] / s['numpy_s']:.2f}×** NumPy; max |Δs| = "
             f"{s['torch_max_abs_diff']:.1e})"
         )

@@ -12,10 +12,11 @@ checked against an independent CPU result (numba / NumPy, float64):
 3. dense ``influence``: the same kernel as an explicit n × n matrix built on the device,
    n = 32768 (tiny 512), T = 64 matrix–vector products; max |Δp| against numba's structured
    rollout of the same kernel;
-4. SO(2) route scores (``so2_scores_xp``), n = 65536 keys, n_q = 4096 queries, d = 96 (tiny
-   2048 / 256): max |Δs| against NumPy for 64 queries;
-5. Monte Carlo route means (``route_mean_xp``, native device RNG, statistic ``"cos"``),
-   10⁵ routes, 512 steps, uniform angles: max error against (sin a / a)ⁿ (claim AT1).
+4. SO(2) route scores (``transport.so2_scores`` on device arrays), n = 65536 keys, n_q = 4096
+   queries, d = 96 (tiny 2048 / 256): max |Δs| against NumPy for 64 queries;
+5. Monte Carlo route means (``transport.empirical_route_mean`` on the device, native device
+   RNG, statistic ``"cos"``), 10⁵ routes, 512 steps, uniform angles: max error against
+   (sin a / a)ⁿ (claim AT1).
 
 Writes ``gpu_sweep.json`` and ``gpu_sweep.md`` to OUT_DIR. Budget: well under 8 minutes on an
 H200 (the CPU reference at n = 10⁶ takes a few seconds).
@@ -139,8 +140,8 @@ def scores(name, dev, n, n_q, d=96):
     q, k = rng.standard_normal((n_q, d)), rng.standard_normal((n, d))
     theta = rng.uniform(-0.5, 0.5, (n, d // 2))
     qd, kd, td = (B.asarray(x, name, dev) for x in (q, k, theta))
-    B.so2_scores_xp(qd[:8, ...], kd, td, q_pos=np.arange(n - 8, n))
-    t, s = timed(lambda: B.so2_scores_xp(qd, kd, td), name, 3)
+    transport.so2_scores(qd[:8, ...], kd, td, q_pos=np.arange(n - 8, n))
+    t, s = timed(lambda: transport.so2_scores(qd, kd, td), name, 3)
     ref = transport.so2_scores(q[:64], k, theta, q_pos=np.arange(n - n_q, n - n_q + 64))
     err = float(np.abs(B.to_numpy(s[:64, ...]) - ref).max())
     return {"n": n, "n_q": n_q, "d": d, "seconds": t, "max_abs_diff": err}
@@ -150,7 +151,7 @@ def route_means(name, dev, routes=10**5, steps=512, a=0.3):
     law = SO2BlockLaw(96, "uniform", a)
 
     def run():
-        return B.route_mean_xp(
+        return transport.empirical_route_mean(
             law, steps, routes, seed=1, statistic="cos", backend=name, device=dev
         )
 

@@ -5,10 +5,11 @@ causal ALiBi + diagonal-content softmax kernels, through the backward suffix rec
 
 .. math::
     G_h(j) = p_j w_h(j) + r_h G_h(j+1),\\qquad
-    (pA)_j = p_j\\,\\mathrm{diag}_j + \\sum_h \\omega_h r_h G_h(j+1),
+    (pA)_j = p_j\\,\\mathrm{diag}_j + \\sum_h \\omega_h G_h(j+1),
 
-with ``w_h(j) = 1/Z^h_j`` (rows beyond ``nt - 1`` share the table's last row), ``r_h = e^{-m_h}``
-and head weights ``ω_h``. Every factor is at most 1, so nothing overflows. O(k·n·H).
+with ``w_h(j) = e^{-m_h}/Z^h_j`` (rows beyond ``nt - 1`` share the table's last row),
+``r_h = e^{-m_h}`` and head weights ``ω_h``. Every factor is at most 1, so nothing overflows.
+O(k·n·H).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ def _step_heads(P, diag, w_off, r, hw, lam, out):  # pragma: no cover - compiled
             jj = j if j < nt else nt - 1
             acc = 0.0
             for h in range(H):
-                g = r[h] * G[h]
+                g = G[h]
                 acc += hw[h] * g
-                G[h] = pj * w_off[jj, h] + g
+                G[h] = pj * w_off[jj, h] + r[h] * g
             out[b, j] = (1.0 - lam) * pj + lam * (pj * diag[j] + acc)
 
 
@@ -55,7 +56,7 @@ def _step_one_head(P, diag, w_off, r, hw, lam, out):  # pragma: no cover - compi
     k, n = P.shape
     nt = w_off.shape[0]
     r0 = r[0]
-    c0 = lam * hw[0] * r0
+    c0 = lam * hw[0]
     a = 1.0 - lam
     w_last = w_off[nt - 1, 0]
     d_last = a + lam * diag[n - 1]

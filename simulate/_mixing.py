@@ -1,6 +1,7 @@
 """Mixing windows, exact and Monte Carlo (paper [B], claims AT5, AT6, AT16).
 
-Re-exported by :mod:`posflow.simulate.transport`.
+Re-exported by :mod:`posflow.simulate.transport`. The Monte Carlo route means run on any backend
+(``backend=``, ``device=``, ``host=`` as for :func:`posflow.simulate.backend.random_source`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ import math
 
 import numpy as np
 
-from posflow.simulate.orthogonal import SO2BlockLaw, _check_int, _rng
+from posflow.simulate._arrays import check_int
+from posflow.simulate.backend import random_source, to_numpy
+from posflow.simulate.orthogonal import SO2BlockLaw
 
 __all__ = ["empirical_mixing_window", "empirical_route_mean", "mixing_window"]
 
@@ -39,6 +42,60 @@ def mixing_window(gamma, eps: float):
     return out
 
 
+def _law_angles(src, law: SO2BlockLaw, shape):
+    """Angles of ``law`` drawn by ``src`` (on the host: the numbers of ``law.sample_angles``)."""
+    s = law.scale
+    if law.law == "uniform":
+        return src.uniform(-s, s, shape)
+    if law.law == "normal":
+        return src.normal(0.0, s, shape)
+    if law.law == "positive_uniform":
+        return src.uniform(0.0, 2.0 * s, shape)
+    xp = src.xp
+    return xp.broadcast_to(xp.asarray(s, dtype=xp.float64, device=src.device), shape)
+
+
+def _so2_route_mean(src, law: SO2BlockLaw, m: int, n_routes: int, statistic: str, per_block: bool):
+    """|Ê e^{iψ_b(n)}| or |Ê cos ψ_b(n)|, n = 0 … m: ψ accumulated step by step (angles drawn
+    for a chunk of distances at once)."""
+    xp, dev, nb = src.xp, src.device, law.d // 2
+    psi = xp.zeros((n_routes, nb), dtype=xp.float64, device=dev)
+    cos_rows = [xp.ones((nb,), dtype=xp.float64, device=dev)]
+    sin_rows = [xp.zeros((nb,), dtype=xp.float64, device=dev)]
+    chunk = max(1, 2**22 // (n_routes * nb))
+    for start in range(1, m + 1, chunk):
+        steps = _law_angles(src, law, (min(chunk, m + 1 - start), n_routes, nb))
+        for t in range(steps.shape[0]):
+            psi = psi + steps[t, ...]
+            cos_rows.append(xp.mean(xp.cos(psi), axis=0))
+            if statistic == "norm":
+                sin_rows.append(xp.mean(xp.sin(psi), axis=0))
+    zc = xp.stack(cos_rows, axis=0)
+    if statistic == "cos":
+        return xp.abs(zc) if per_block else xp.abs(xp.mean(zc, axis=1))
+    zs = xp.stack(sin_rows, axis=0)
+    mag = xp.sqrt(zc * zc + zs * zs)
+    return mag if per_block else xp.max(mag, axis=1)
+
+
+def _matrix_route_mean(src, law, m: int, n_routes: int, statistic: str):
+    """‖Ê P_n‖_op or |(1/d) tr Ê P_n| for general step laws, drawn on the host."""
+    xp, d = src.xp, int(law.d)
+    p = xp.broadcast_to(xp.eye(d, dtype=xp.float64, device=src.device), (n_routes, d, d))
+    out = np.empty(m + 1)
+    for n in range(m + 1):
+        if n:
+            step = law.sample(n_routes, seed=src.generator)
+            p = xp.asarray(np.ascontiguousarray(step, dtype=np.float64), device=src.device) @ p
+        mean = np.asarray(to_numpy(xp.mean(p, axis=0)))
+        out[n] = (
+            np.linalg.svd(mean, compute_uv=False)[0]
+            if statistic == "norm"
+            else abs(np.trace(mean)) / d
+        )
+    return out if src.backend == "numpy" else xp.asarray(out, device=src.device)
+
+
 def empirical_route_mean(
     law,
     max_distance: int,
@@ -47,45 +104,40 @@ def empirical_route_mean(
     *,
     statistic: str = "norm",
     per_block: bool = False,
-) -> np.ndarray:
+    backend: str = "numpy",
+    device=None,
+    host: bool = False,
+):
     """Monte Carlo decorrelation of route products P_n (n i.i.d. steps), n = 0 … max_distance.
 
     ``statistic="norm"``: ‖Ê P_n‖_op (per block |Ê e^{iψ_b}| for SO2BlockLaw with ``per_block``);
     ``statistic="cos"``: |(1/d) tr Ê P_n| (per block |Ê cos ψ_b|). Exact value for SO(2)-uniform
     laws: (sin a/a)ⁿ. A Monte Carlo floor of about √(d/n_routes) (√(π/(4·n_routes)) per block)
-    remains for mixed laws. Returns (max_distance + 1,) or (max_distance + 1, d/2). Cost
-    O(max_distance·n_routes·d) for SO(2) blocks, O(max_distance·n_routes·d³) otherwise. AT5, AT6.
+    remains for mixed laws. Claims AT5, AT6.
+
+    SO(2) block laws: ψ_b(n) = Σ_{s<n} θ_{s,b} by cumulative sums over chunks of distances, on
+    ``backend``/``device`` with the draws of :func:`posflow.simulate.backend.random_source`
+    (``seed``, ``host``); on NumPy (or with ``host=True``) the angles are those of
+    ``law.sample_angles`` called once per distance with the same Generator. Other step laws
+    (Haar, Householder) sample d×d matrices on the host; the products run on ``backend``.
+
+    Returns (max_distance + 1,) or (max_distance + 1, d/2), an array of ``backend``. Cost
+    O(max_distance·n_routes·d) for SO(2) blocks, O(max_distance·n_routes·d³) otherwise; memory
+    O(n_routes·d) per chunk of distances.
     """
+    if not (hasattr(law, "d") and callable(getattr(law, "sample", None))):
+        raise TypeError(f"law must be a step law with .d and .sample; got {type(law).__name__}")
     if statistic not in ("norm", "cos"):
         raise ValueError(f"statistic must be 'norm' or 'cos'; got {statistic!r}")
-    m = _check_int(max_distance, "max_distance", 0)
-    n_routes = _check_int(n_routes, "n_routes", 1)
-    rng = _rng(seed)
+    m = check_int(max_distance, "max_distance", 0)
+    n_routes = check_int(n_routes, "n_routes", 1)
     if isinstance(law, SO2BlockLaw):
-        psi = np.zeros((n_routes, law.d // 2))
-        z = np.empty((m + 1, law.d // 2), dtype=complex)  # Ê e^{iψ_b} per distance and block
-        for n in range(m + 1):
-            if n:
-                psi += law.sample_angles(n_routes, seed=rng)
-            z[n] = np.exp(1j * psi).mean(axis=0)
-        if statistic == "norm":
-            return np.abs(z) if per_block else np.abs(z).max(axis=1)
-        return np.abs(z.real) if per_block else np.abs(z.real.mean(axis=1))
+        src = random_source(seed, backend, device, host=host)
+        return _so2_route_mean(src, law, m, n_routes, statistic, per_block)
     if per_block:
         raise ValueError("per_block requires an SO2BlockLaw")
-    d = int(law.d)
-    p = np.broadcast_to(np.eye(d), (n_routes, d, d)).copy()
-    out = np.empty(m + 1)
-    for n in range(m + 1):
-        if n:
-            p = np.asarray(law.sample(n_routes, seed=rng), dtype=float) @ p
-        mean = p.mean(axis=0)
-        out[n] = (
-            np.linalg.svd(mean, compute_uv=False)[0]
-            if statistic == "norm"
-            else abs(np.trace(mean)) / d
-        )
-    return out
+    src = random_source(seed, backend, device, host=True)
+    return _matrix_route_mean(src, law, m, n_routes, statistic)
 
 
 def empirical_mixing_window(values, eps: float):

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from posflow.simulate import _kernels_xp as _kxp
+from posflow.simulate._kernel import Kernel
+from posflow.simulate.backend import host
 
 __all__ = ["is_stochastically_monotone", "monotonicity_deficit"]
 
 
 def _as_matrix(K) -> np.ndarray:
-    from posflow.simulate.kernels import Kernel
-
     if isinstance(K, Kernel):
-        return np.asarray(_kxp.host(K.dense()), dtype=np.float64)
-    M = np.asarray(_kxp.host(K), dtype=np.float64)
+        return np.asarray(host(K.dense()), dtype=np.float64)
+    M = np.asarray(host(K), dtype=np.float64)
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise ValueError(f"K must be a Kernel or a square matrix; got shape {M.shape}")
     if not np.isfinite(M).all():

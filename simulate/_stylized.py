@@ -2,21 +2,29 @@
 
 Re-exported by :mod:`posflow.simulate.transport`. One query at the last position i = L − 1 of a
 length-L context attends over all j ≤ i. Only this query is needed, so route angles are suffix sums
-to i and every quantity costs O(L·d); no d×d products.
+to i and every quantity costs O(L·d); no d×d products. The same array-API code runs on every
+backend (``backend=``, ``device=``; random inputs from
+:func:`posflow.simulate.backend.random_source`, ``host=True`` for the NumPy numbers).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from posflow.simulate.orthogonal import _check_int, _rng, rope_frequencies, rotate_blocks
+from posflow._conventions import rope_frequencies
+from posflow.simulate._arrays import check_int
+from posflow.simulate._routes import check_route
+from posflow.simulate.backend import RandomSource, random_source
+from posflow.simulate.orthogonal import _rng, rotate_blocks
 
 __all__ = ["SCHEMES", "StylizedResult", "stylized_attention", "stylized_sweep"]
 
 SCHEMES = ("rope", "random_qk", "random_qkv", "learned", "learned_qkv", "alibi", "accum_alibi")
-_ROTATE_QK = {"rope", "random_qk", "random_qkv", "learned", "learned_qkv", "accum_alibi"}
+_RANDOM_QK = {"random_qk", "random_qkv", "accum_alibi"}
 _ROTATE_V = {"random_qkv", "learned_qkv"}
 _ALIBI = {"alibi", "accum_alibi"}
 
@@ -50,55 +58,54 @@ class StylizedResult:
         return out
 
 
-def _unit_rows(g: np.ndarray) -> np.ndarray:
-    return g / np.linalg.norm(g, axis=-1, keepdims=True)
+def _unit(xp, g):
+    return g / xp.sqrt(xp.sum(g * g, axis=-1, keepdims=True))
 
 
-def _suffix_route(theta: np.ndarray, shift: int) -> np.ndarray:
+def _suffix_route(xp, theta, shift: int):
     """ψ_j = Σ_{s∈route(j→L−1)} θ_s for every j, shape (L, d/2); ψ_{L−1} = 0."""
     length = theta.shape[0]
-    psi = np.zeros_like(theta)
-    seg = theta[shift : length - 1 + shift]
-    psi[: length - 1] = np.cumsum(seg[::-1], axis=0)[::-1]
-    return psi
+    seg = xp.flip(theta[shift : length - 1 + shift, ...], axis=0)
+    psi = xp.flip(xp.cumulative_sum(seg, axis=0), axis=0)
+    return xp.concat([psi, xp.zeros_like(theta[:1, ...])], axis=0)
 
 
-def _draw_inputs(rng, length, d, near_distance, kappa, kappa_v, f, vocab, embed_scale) -> dict:
-    """All random inputs of one trial, drawn in a fixed order (common random numbers)."""
+def _draw_inputs(src, length, d, near_distance, kappa, kappa_v, f, vocab, embed_scale) -> dict:
+    """All random inputs of one trial, drawn in a fixed order (common random numbers).
+
+    ``src`` is a :class:`posflow.simulate.backend.RandomSource` or a seed / NumPy Generator (NumPy
+    arrays then). Keys: q (d,), keys and values (L, d), theta_qk and theta_v (L, d/2), table
+    (vocab, d/2), tokens (L,).
+    """
+    src = src if isinstance(src, RandomSource) else random_source(src)
+    xp = src.xp
     j_star = length - 1 - near_distance
-    q = _unit_rows(rng.standard_normal(d))
-    g = _unit_rows(rng.standard_normal((length, d)))
-    keys = _unit_rows(kappa * q + np.sqrt(1.0 - kappa**2) * g)
-    keys[j_star] = q
-    t0 = _unit_rows(rng.standard_normal(d))
-    u = rng.standard_normal(d)
-    u = _unit_rows(u - (u @ t0) * t0)
-    h = _unit_rows(rng.standard_normal((length, d)))
-    values = _unit_rows(kappa_v * u + np.sqrt(1.0 - kappa_v**2) * h)
-    values[j_star] = t0
+    q = _unit(xp, src.standard_normal(d))
+    g = _unit(xp, src.standard_normal((length, d)))
+    keys = _unit(xp, kappa * q + math.sqrt(1.0 - kappa**2) * g)
+    keys[j_star, ...] = q
+    t0 = _unit(xp, src.standard_normal(d))
+    u = src.standard_normal(d)
+    u = _unit(xp, u - xp.sum(u * t0) * t0)
+    h = _unit(xp, src.standard_normal((length, d)))
+    values = _unit(xp, kappa_v * u + math.sqrt(1.0 - kappa_v**2) * h)
+    values[j_star, ...] = t0
     return {
         "q": q,
         "keys": keys,
         "values": values,
-        "theta_qk": rng.uniform(-f, f, size=(length, d // 2)),
-        "theta_v": rng.uniform(-f, f, size=(length, d // 2)),
-        "table": rng.normal(0.0, embed_scale, size=(vocab, d // 2)),
-        "tokens": rng.integers(0, vocab, size=length),
+        "theta_qk": src.uniform(-f, f, (length, d // 2)),
+        "theta_v": src.uniform(-f, f, (length, d // 2)),
+        "table": src.normal(0.0, embed_scale, (vocab, d // 2)),
+        "tokens": src.integers(0, vocab, (length,)),
     }
 
 
-def _check_fraction(x: float, name: str) -> float:
-    x = float(x)
-    if not 0.0 <= x <= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1]; got {x}")
-    return x
-
-
-def _check_nonneg(x: float, name: str) -> float:
-    x = float(x)
-    if not (np.isfinite(x) and x >= 0.0):
-        raise ValueError(f"{name} must be finite and >= 0; got {x}")
-    return x
+def _check_real(x, name: str, hi: float) -> float:
+    if not (isinstance(x, numbers.Real) and math.isfinite(x) and 0.0 <= x <= hi):
+        rule = "lie in [0, 1]" if hi == 1.0 else "be finite and >= 0"
+        raise ValueError(f"{name} must {rule}; got {x!r}")
+    return float(x)
 
 
 def stylized_attention(
@@ -118,6 +125,9 @@ def stylized_attention(
     route: str = "from_source",
     n_trials: int = 1,
     seed=None,
+    backend: str = "numpy",
+    device=None,
+    host: bool = False,
 ) -> StylizedResult:
     """Single-layer attention with a planted near target, [B]'s stylized model (AT12, AT19).
 
@@ -142,61 +152,65 @@ def stylized_attention(
     ``"alibi"`` no rotation, bias −m (i − j); ``"accum_alibi"`` random Q/K angles plus the bias.
 
     The draws (q̂, keys, values, random angles, table, tokens) come in the same order for every
-    scheme, so one ``seed`` gives common random numbers across schemes. Cost O(n_trials·L·d);
+    scheme, so one ``seed`` gives common random numbers across schemes. They come from
+    :func:`posflow.simulate.backend.random_source` (``seed``, ``backend``, ``device``, ``host``):
+    on NumPy, or with ``host=True``, the numbers of ``numpy.random.default_rng(seed)``, so every
+    backend reproduces the NumPy results to rounding. Cost O(n_trials·L·d) on the device;
     L = 65536, d = 96 takes well under a second per trial on one core.
 
-    Returns a :class:`StylizedResult`.
+    Returns a :class:`StylizedResult` (per-trial NumPy arrays).
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
-    if route not in ("from_source", "path"):
-        raise ValueError(f"route must be 'from_source' or 'path'; got {route!r}")
-    length = _check_int(length, "length", 2)
-    near_distance = _check_int(near_distance, "near_distance", 1)
-    window = _check_int(window, "window", near_distance + 1)
+    shift = check_route(route)
+    length = check_int(length, "length", 2)
+    near_distance = check_int(near_distance, "near_distance", 1)
+    window = check_int(window, "window", near_distance + 1)
     if near_distance >= length:
         raise ValueError(f"near_distance must be < length = {length}; got {near_distance}")
-    n_trials = _check_int(n_trials, "n_trials", 1)
-    vocab = _check_int(vocab, "vocab", 1)
-    kappa = _check_fraction(key_coherence, "key_coherence")
-    kappa_v = _check_fraction(value_coherence, "value_coherence")
-    lam = _check_nonneg(logit_scale, "logit_scale")
-    slope = _check_nonneg(alibi_slope, "alibi_slope")
-    embed_scale = _check_nonneg(embed_scale, "embed_scale")
+    n_trials = check_int(n_trials, "n_trials", 1)
+    vocab = check_int(vocab, "vocab", 1)
+    kappa = _check_real(key_coherence, "key_coherence", 1.0)
+    kappa_v = _check_real(value_coherence, "value_coherence", 1.0)
+    lam = _check_real(logit_scale, "logit_scale", math.inf)
+    slope = _check_real(alibi_slope, "alibi_slope", math.inf)
+    embed_scale = _check_real(embed_scale, "embed_scale", math.inf)
     f = rope_frequencies(d, base)
-    rng = _rng(seed)
-    shift = 0 if route == "from_source" else 1
-    dist = np.arange(length - 1, -1, -1)  # i − j for j = 0 … L−1
-    j_star = length - 1 - near_distance
+    src = random_source(seed, backend, device, host=host)
+    xp, dev = src.xp, src.device
+    fx = xp.asarray(f, dtype=xp.float64, device=dev)
+    dist = xp.arange(length - 1, -1, -1, dtype=xp.float64, device=dev)  # i − j, j = 0 … L−1
     far = dist >= window
+    j_star = length - 1 - near_distance
     res = {k: np.empty(n_trials) for k in ("far", "near", "coef", "err", "resid")}
     for trial in range(n_trials):
-        x = _draw_inputs(rng, length, d, near_distance, kappa, kappa_v, f, vocab, embed_scale)
-        keys, values = x["keys"], x["values"]
+        x = _draw_inputs(src, length, d, near_distance, kappa, kappa_v, f, vocab, embed_scale)
+        keys, values, psi = x["keys"], x["values"], None
         if scheme == "rope":
-            psi = -dist[:, None] * f[None, :]
+            psi = -dist[:, None] * fx[None, :]
         elif scheme.startswith("learned"):
-            psi = _suffix_route(np.pi * np.tanh(x["table"][x["tokens"]]) - f, shift)
-        elif scheme in _ROTATE_QK:
-            psi = _suffix_route(x["theta_qk"], shift)
-        if scheme in _ROTATE_QK:
+            ang = math.pi * xp.tanh(xp.take(x["table"], x["tokens"], axis=0)) - fx
+            psi = _suffix_route(xp, ang, shift)
+        elif scheme in _RANDOM_QK:
+            psi = _suffix_route(xp, x["theta_qk"], shift)
+        if psi is not None:
             keys = rotate_blocks(keys, psi)
         scores = lam * (keys @ x["q"])
         if scheme in _ALIBI:
             scores = scores - slope * dist
-        a = np.exp(scores - scores.max())
-        a /= a.sum()
+        a = xp.exp(scores - xp.max(scores))
+        a = a / xp.sum(a)
         if scheme in _ROTATE_V:
-            values = rotate_blocks(
-                values, psi if scheme == "learned_qkv" else _suffix_route(x["theta_v"], shift)
-            )
-        target = values[j_star]
+            pv = psi if scheme == "learned_qkv" else _suffix_route(xp, x["theta_v"], shift)
+            values = rotate_blocks(values, pv)
+        target = values[j_star, ...]
         out = a @ values
-        res["far"][trial] = a[far].sum()
-        res["near"][trial] = a[j_star]
-        res["coef"][trial] = out @ target
-        res["err"][trial] = np.linalg.norm(out - target)
-        res["resid"][trial] = np.linalg.norm(a[far] @ values[far])
+        far_out = xp.where(far, a, 0.0) @ values
+        res["far"][trial] = float(xp.sum(xp.where(far, a, 0.0)))
+        res["near"][trial] = float(a[j_star])
+        res["coef"][trial] = float(xp.sum(out * target))
+        res["err"][trial] = float(xp.sqrt(xp.sum((out - target) ** 2)))
+        res["resid"][trial] = float(xp.sqrt(xp.sum(far_out * far_out)))
     return StylizedResult(
         scheme, length, res["far"], res["near"], res["coef"], res["err"], res["resid"]
     )
@@ -209,7 +223,8 @@ def stylized_sweep(
 
     One integer seed is drawn per length from ``seed`` and shared by all schemes at that length
     (common random numbers). ``kwargs`` go to :func:`stylized_attention`. Returns the results in
-    length-major order. Cost Σ_L n_trials·L·d per scheme.
+    length-major order (``backend=``, ``device=``, ``host=`` among them choose where it runs).
+    Cost Σ_L n_trials·L·d per scheme.
     """
     rng = _rng(seed)
     out = []

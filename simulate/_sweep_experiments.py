@@ -118,10 +118,10 @@ def _dichotomy(p: dict, backend: str, device) -> dict:
 
 
 def _far_mass(p: dict, backend: str, device) -> dict:
-    from posflow.simulate.backend import stylized_attention_xp
+    from posflow.simulate.transport import stylized_attention
 
     kw = {k: v for k, v in p.items() if k not in ("scheme", "length")}
-    res = stylized_attention_xp(
+    res = stylized_attention(
         p["scheme"], p["length"], backend=backend, device=device, host=True, **kw
     )
     return res.summary()

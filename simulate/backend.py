@@ -6,10 +6,11 @@ implementation of the array API standard, used to prove that the generic path us
 else). Generic code asks :func:`namespace` for the array-api-compat namespace ``xp`` and calls
 only standard functions on it, so the same lines run on every backend; float64 throughout.
 
-Kernel constructors (:mod:`posflow.simulate.kernels`) take ``backend=``/``device=``; the rollout
-functions then run on that backend and return its arrays. The SO(2) transport and the Monte
-Carlo estimators of [B] have generic versions here (``so2_scores_xp`` …, from
-``posflow.simulate._transport_xp``) that accept any backend's arrays and return the same kind.
+Kernel constructors (:mod:`posflow.simulate.kernels`) take ``backend=``/``device=`` and resolve
+them once; the rollout functions then run on that backend and return its arrays. The transport
+functions of :mod:`posflow.simulate.transport` take any backend's arrays and return the same
+kind; their Monte Carlo estimators take ``backend=``/``device=``/``host=`` for their draws.
+This module is a leaf: it imports no other posflow module.
 
 Random numbers come from one adapter per backend (:func:`random_source`): a NumPy
 ``Generator``, a ``torch.Generator`` or a CuPy ``RandomState``, seeded from ``seed`` (None, an
@@ -29,20 +30,13 @@ __all__ = [
     "BACKENDS",
     "BackendUnavailableError",
     "RandomSource",
-    "absolute_angles_xp",
     "asarray",
-    "attention_weights_xp",
     "available_backends",
     "backend_of",
+    "host",
     "namespace",
-    "near_far_mass_xp",
     "random_source",
     "resolve_backend",
-    "rotate_blocks_xp",
-    "route_mean_xp",
-    "so2_scores_xp",
-    "so2_value_output_xp",
-    "stylized_attention_xp",
     "to_numpy",
 ]
 
@@ -221,6 +215,11 @@ def to_numpy(x) -> np.ndarray:
     return np.asarray(x)
 
 
+def host(x):
+    """Another backend's array as NumPy; NumPy arrays, lists, scalars and strings unchanged."""
+    return to_numpy(x) if backend_of(x) not in (None, "numpy") else x
+
+
 def _int_seed(seed) -> int:
     if isinstance(seed, np.random.Generator):
         return int(seed.integers(2**63 - 1))
@@ -256,6 +255,13 @@ class RandomSource:
             cupy = _import("cupy")
             with self.device:
                 self._gen = cupy.random.RandomState(_int_seed(seed) % 2**63)
+
+    @property
+    def generator(self) -> np.random.Generator:
+        """The host NumPy Generator (only with host draws, e.g. for step laws that sample on it)."""
+        if not self.host:
+            raise ValueError("generator exists only for host draws (host=True, NumPy, strict)")
+        return self._gen
 
     def _put(self, a, dtype=None):
         if self.backend == "numpy":
@@ -319,15 +325,3 @@ def random_source(seed=None, backend: str = "numpy", device=None, *, host: bool 
     Generator, ValueError for a negative seed or an unknown backend.
     """
     return RandomSource(seed, backend, device, host)
-
-
-from posflow.simulate._transport_xp import (  # noqa: E402  (generic SO(2) transport, needs the above)
-    absolute_angles_xp,
-    attention_weights_xp,
-    near_far_mass_xp,
-    rotate_blocks_xp,
-    route_mean_xp,
-    so2_scores_xp,
-    so2_value_output_xp,
-    stylized_attention_xp,
-)

@@ -17,6 +17,10 @@ import numbers
 
 import numpy as np
 
+from posflow._conventions import rope_frequencies
+from posflow.simulate._arrays import as_float, namespace_of
+from posflow.simulate._arrays import check_int as _check_int
+
 __all__ = [
     "HaarLaw",
     "HouseholderLaw",
@@ -39,14 +43,6 @@ def _rng(seed) -> np.random.Generator:
     if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
         return np.random.default_rng(seed)
     raise TypeError(f"seed must be None, an int or a numpy Generator; got {type(seed).__name__}")
-
-
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer; got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}; got {value}")
-    return int(value)
 
 
 def _check_even_d(d) -> int:
@@ -76,38 +72,38 @@ def block_indices(d: int, pairing: str = "half") -> tuple[np.ndarray, np.ndarray
     return 2 * b, 2 * b + 1
 
 
-def rotate_blocks(x, angles, pairing: str = "half") -> np.ndarray:
+def rotate_blocks(x, angles, pairing: str = "half"):
     """Rotate every 2-block of x by its angle: y_b = R(angle_b) x_b.
 
     y[i1] = x[i1] cos φ − x[i2] sin φ,  y[i2] = x[i1] sin φ + x[i2] cos φ   (claim AT18)
+
+    with the pairs (i1, i2) of :func:`block_indices`.
 
     Parameters
     ----------
     x : array_like, shape (..., d), d even
     angles : array_like, shape broadcastable to (..., d/2)
+        NumPy, array_like or one other backend's arrays (the result is of that backend).
 
-    Returns ndarray of the broadcast shape (..., d). Cost O(size of x).
+    Returns an array of the broadcast shape (..., d). Cost O(size of x).
     """
-    x = np.asarray(x, dtype=float)
+    at = namespace_of(x, angles)
+    xp = at.xp
+    x = as_float(at, x, "x", finite=False)
     if x.ndim < 1:
         raise ValueError("x must have a last axis of even length d")
     d = _check_even_d(x.shape[-1])
     _check_pairing(pairing)
-    angles = np.asarray(angles, dtype=float)
+    angles = as_float(at, angles, "angles", finite=False)
     if angles.ndim < 1 or angles.shape[-1] != d // 2:
-        raise ValueError(f"angles must have last axis d/2 = {d // 2}; got {angles.shape}")
-    c, s = np.cos(angles), np.sin(angles)
-    first, second = (
-        (slice(0, d // 2), slice(d // 2, d))
-        if pairing == "half"
-        else (slice(0, d, 2), slice(1, d, 2))
-    )
-    x1, x2 = x[..., first], x[..., second]
-    shape = np.broadcast_shapes(x.shape, (*angles.shape[:-1], d))
-    y = np.empty(shape)
-    y[..., first] = x1 * c - x2 * s
-    y[..., second] = x1 * s + x2 * c
-    return y
+        raise ValueError(f"angles must have last axis d/2 = {d // 2}; got {tuple(angles.shape)}")
+    c, s = xp.cos(angles), xp.sin(angles)
+    if pairing == "half":
+        x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+        return xp.concat([x1 * c - x2 * s, x1 * s + x2 * c], axis=-1)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    y = xp.stack([x1 * c - x2 * s, x1 * s + x2 * c], axis=-1)
+    return xp.reshape(y, (*y.shape[:-2], d))
 
 
 def so2_matrices(angles, pairing: str = "half") -> np.ndarray:
@@ -127,18 +123,6 @@ def so2_matrices(angles, pairing: str = "half") -> np.ndarray:
     m[..., i2, i1] = s
     m[..., i2, i2] = c
     return m
-
-
-def rope_frequencies(d: int, base: float = 10_000.0) -> np.ndarray:
-    """RoPE frequencies f_b = base^(−2b/d), b = 0 … d/2 − 1, shape (d/2,). Claims AT6, AT16.
-
-    [B] uses d_h = 96 and base 10^4, so f_b ∈ [1.21e-4, 1]. Raises ValueError for odd d or
-    base not finite and > 0.
-    """
-    d = _check_even_d(d)
-    if not np.isfinite(base) or base <= 0:
-        raise ValueError(f"base must be finite and > 0; got {base}")
-    return float(base) ** (-2.0 * np.arange(d // 2) / d)
 
 
 def haar(d: int, size: int, seed=None, special: bool = False) -> np.ndarray:

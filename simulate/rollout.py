@@ -8,9 +8,11 @@ The influence profile ``p`` is computed as a vector chain (T row-vector–kernel
 a matrix–matrix product: O(T·n·H) for ALiBi kernels, O(T·n) for the uniform kernel, O(T·n²) for
 dense ones. Claims PB1–PB14.
 
-Kernels built on another backend (``backend="torch"``, ``"cupy"``, … in
-:mod:`posflow.simulate.kernels`) make these functions run on that backend and device and return its
-arrays; all kernels of one rollout must share the backend and device.
+Every function is one array-API code path: it runs on the backend and device the kernels were
+built on (``backend="torch"``, ``"cupy"``, … in :mod:`posflow.simulate.kernels`; NumPy by default)
+and returns that backend's arrays; all kernels of one rollout must share the backend and device.
+Quantities that underflow at depth are available in log space (``diagonal(..., log=True)``,
+``rollout_summary(...)["log_min_diag"]``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from posflow.simulate import _kernels_xp as _kxp
+from posflow.simulate._kernel import Kernel
 from posflow.simulate._validate import as_lambdas, ensure_fits
-from posflow.simulate.kernels import Kernel
+from posflow.simulate.backend import host
 
 __all__ = [
     "constant",
@@ -33,10 +35,12 @@ __all__ = [
     "total_mixing",
 ]
 
+_TINY = float(np.finfo(np.float64).tiny)  # smallest normal float64, 2.2e-308
+
 
 def _layers(kernels, lambdas) -> tuple[list[Kernel], np.ndarray]:
     """Validate (kernels, lambdas) and return one kernel per layer and the schedule."""
-    lam = as_lambdas(_kxp.host(lambdas))
+    lam = as_lambdas(host(lambdas))
     T = lam.size
     if isinstance(kernels, Kernel):
         return [kernels] * T, lam
@@ -61,21 +65,15 @@ def _layers(kernels, lambdas) -> tuple[list[Kernel], np.ndarray]:
     return ks, lam
 
 
-def _unit_rows(kernels, ks, size: int, eye: bool = False):
-    """e_{n-1} (shape (1, n)) or the identity (n, n) on the kernels' backend."""
+def _start(kernels, ks, n, eye: bool = False):
+    """e_{n-1} (shape (1, n)) or the identity (n, n) on the kernels' backend (NumPy if none)."""
     k0 = ks[0] if ks else (kernels if isinstance(kernels, Kernel) else None)
-    if k0 is None or k0._dev is None:
-        if eye:
-            return np.eye(size)
-        row = np.zeros((1, size))
-        row[0, -1] = 1.0
-        return row
-    xp = _kxp.namespace_of(k0)
-    if eye:
-        return xp.eye(size, dtype=xp.float64, device=k0.device)
-    row = xp.zeros((1, size), dtype=xp.float64, device=k0.device)
-    row[0, size - 1] = 1.0
-    return row
+    if k0 is not None:
+        return k0._rows(eye)
+    if n is None:
+        raise ValueError("n must be given when kernels is an empty sequence")
+    n = int(n)
+    return np.eye(n) if eye else np.eye(1, n, n - 1)
 
 
 def _chain(ks: list[Kernel], lam: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -113,10 +111,7 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
     [0, 1] or NaN, for len(kernels) != T, and for kernels on different backends or devices.
     """
     ks, lam = _layers(kernels, lambdas)
-    size = ks[0].n if ks else (kernels.n if isinstance(kernels, Kernel) else n)
-    if size is None:
-        raise ValueError("n must be given when kernels is an empty sequence")
-    return _chain(ks, lam, _unit_rows(kernels, ks, size))[0, ...]
+    return _chain(ks, lam, _start(kernels, ks, n))[0, ...]
 
 
 def rollout_matrix(kernels, lambdas, n: int | None = None) -> np.ndarray:
@@ -142,7 +137,7 @@ def rollout_matrix(kernels, lambdas, n: int | None = None) -> np.ndarray:
     if size is None:
         raise ValueError("n must be given when kernels is an empty sequence")
     ensure_fits((size, size), "rollout_matrix", copies=3)
-    return _chain(ks, lam, _unit_rows(kernels, ks, size, eye=True))
+    return _chain(ks, lam, _start(kernels, ks, size, eye=True))
 
 
 def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
@@ -167,38 +162,34 @@ def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
     """
     ks, lam = _layers(kernels, lambdas)
     if not ks:
-        if isinstance(kernels, Kernel) and kernels._dev is not None:
-            d = kernels.diagonal()
-            return d * 0.0 if log else d * 0.0 + 1.0
         if isinstance(kernels, Kernel):
-            return np.zeros(kernels.n) if log else np.ones(kernels.n)
+            zero = kernels.xp.zeros((kernels.n,), dtype=kernels.xp.float64, device=kernels.device)
+            return zero if log else zero + 1.0
         raise ValueError("diagonal needs at least one layer (or a single Kernel)")
-    n = ks[0].n
+    k0 = ks[0]
+    xp, n, dev = k0.xp, k0.n, k0.device
     shared = isinstance(kernels, Kernel)
-    if ks[0]._dev is not None:
-        return _kxp.diagonal(ks, lam, log, shared)
-    dg = kernels.diagonal() if shared else None
+    dg = k0.diagonal() if shared else None
     # Σ_t log1p(-λ_t (1 - A_t[i,i])) summed pairwise in blocks of layers (error O(log T)·eps)
     block = max(1, min(lam.size, 2**22 // n))
-    out = np.zeros(n)
-    for s in range(0, lam.size, block):
-        lt = lam[s : s + block]
-        if shared:
-            a = np.broadcast_to(dg[:, None], (n, lt.size))
-        else:
-            a = np.stack([k.diagonal() for k in ks[s : s + block]], axis=1)
-        loss = (1.0 - a) * lt[None, :]  # λ_t (1 - A_t[i,i])
-        keep = (1.0 - lt)[None, :] + a * lt[None, :]  # 1 - loss without cancellation
-        with np.errstate(divide="ignore"):
-            out += np.where(loss < 0.5, np.log1p(-loss), np.log(keep)).sum(axis=1)
-    return out if log else np.exp(out)
+    out = xp.zeros((n,), dtype=xp.float64, device=dev)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the discarded branch of where
+        for s in range(0, lam.size, block):
+            lt = xp.asarray(lam[s : s + block], dtype=xp.float64, device=dev)
+            if shared:
+                a = xp.broadcast_to(dg[:, None], (n, lt.shape[0]))
+            else:
+                a = xp.stack([k.diagonal() for k in ks[s : s + block]], axis=1)
+            loss = (1.0 - a) * lt[None, :]  # λ_t (1 - A_t[i,i])
+            keep = (1.0 - lt)[None, :] + a * lt[None, :]  # 1 - loss without cancellation
+            term = xp.where(loss < 0.5, xp.log1p(-loss), xp.log(keep))
+            out = out + xp.sum(term, axis=1)
+    return out if log else xp.exp(out)
 
 
 def _delta(k: Kernel) -> float:
     """δ = max_i (1 - A[i, i]) as a Python float, on any backend."""
-    if k._dev is None:
-        return float(np.max(1.0 - k.diagonal()))
-    return float(_kxp.namespace_of(k).max(1.0 - k.diagonal()))
+    return float(k.xp.max(1.0 - k.diagonal()))
 
 
 def total_mixing(kernels, lambdas) -> float:
@@ -212,16 +203,26 @@ def total_mixing(kernels, lambdas) -> float:
 def rollout_summary(kernels, lambdas) -> dict:
     """Headline numbers of a rollout: p(0), p(n-1), argmin p, min_i P_ii, Σλ_tδ_t, Σλ_t.
 
+    min_i P_ii comes from the log-space diagonal (:func:`diagonal` with ``log=True``), so it is
+    exact at any depth: ``log_min_diag`` = min_i log P_ii stays finite where the plain value
+    ``min_diag`` = exp(log_min_diag) underflows float64 (to 0 or a subnormal), and then
+    ``min_diag_underflows`` is True and ``log_min_diag`` is the number to report. ``-inf`` only
+    where a factor 1 − λ_t (1 − A_t[i,i]) is exactly 0 (λ_t = 1 and A_t[i,i] = 0). PB2–PB6.
+
     Returns
     -------
     dict with keys ``n``, ``T``, ``p_first``, ``p_last``, ``argmin``, ``p_min``,
-    ``min_diag``, ``log_min_diag``, ``sum_lambda_delta``, ``sum_lambda`` (Python numbers) and
-    ``profile`` (the influence vector, shape (n,), on the kernels' backend).
+    ``min_diag``, ``log_min_diag``, ``min_diag_underflows``, ``sum_lambda_delta``,
+    ``sum_lambda`` (Python numbers and a bool) and ``profile`` (the influence vector, shape (n,),
+    on the kernels' backend).
     """
     _, lam = _layers(kernels, lambdas)
     prof = influence(kernels, lam)
-    p = np.asarray(_kxp.host(prof))
-    logd = np.asarray(_kxp.host(diagonal(kernels, lam, log=True))) if lam.size else np.zeros(p.size)
+    p = np.asarray(host(prof))
+    logd = np.asarray(host(diagonal(kernels, lam, log=True))) if lam.size else np.zeros(p.size)
+    log_min = float(logd.min())
+    with np.errstate(under="ignore"):
+        min_diag = float(np.exp(log_min))
     return {
         "n": int(p.size),
         "T": int(lam.size),
@@ -229,8 +230,9 @@ def rollout_summary(kernels, lambdas) -> dict:
         "p_last": float(p[-1]),
         "argmin": int(np.argmin(p)),
         "p_min": float(p.min()),
-        "min_diag": float(np.exp(logd.min())),
-        "log_min_diag": float(logd.min()),
+        "min_diag": min_diag,
+        "log_min_diag": log_min,
+        "min_diag_underflows": bool(np.isfinite(log_min) and min_diag < _TINY),
         "sum_lambda_delta": total_mixing(kernels, lam) if lam.size else 0.0,
         "sum_lambda": float(lam.sum()),
         "profile": prof,

@@ -1,8 +1,8 @@
 """One array code path for NumPy, array-api-strict, torch and CuPy (simulate.backend).
 
-Every test that takes the ``xp_backend`` fixture runs once per backend and compares with the
-NumPy functions (numba recurrence, NumPy transport) to 1e-10 in float64; CuPy (and CUDA torch)
-are skipped with the reason shown when absent.
+Every test that takes the ``xp_backend`` fixture runs the one code path once per backend and
+compares with the NumPy results (numba recurrence, the same transport functions on NumPy arrays)
+to 1e-10 in float64; CuPy (and CUDA torch) are skipped with the reason shown when absent.
 """
 
 import importlib.util
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posflow.simulate import _kernels_xp, backend, transport
+from posflow.simulate import _scan, backend, transport
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes, dense_kernel, uniform_kernel
 from posflow.simulate.orthogonal import SO2BlockLaw
 from posflow.simulate.rollout import (
@@ -160,25 +160,25 @@ def test_generic_transport_matches_numpy(xp_backend):
 
     q_pos = np.array([0, 3, 17, 17, 30, 39])
     for route in transport.ROUTES:
-        close(backend.absolute_angles_xp(on(theta), route), transport.absolute_angles(theta, route))
+        close(transport.absolute_angles(on(theta), route), transport.absolute_angles(theta, route))
         for pairing in ("half", "interleaved"):
-            s1 = backend.so2_scores_xp(on(q), on(k), on(theta), route, q_pos, pairing)
+            s1 = transport.so2_scores(on(q), on(k), on(theta), route, q_pos, pairing)
             assert backend.backend_of(s1) == name
             close(s1, transport.so2_scores(q, k, theta, route, q_pos, pairing))
     close(
-        backend.rotate_blocks_xp(on(k), on(theta), "interleaved"),
+        transport.rotate_blocks(on(k), on(theta), "interleaved"),
         transport.rotate_blocks(k, theta, "interleaved"),
     )
     sc = transport.so2_scores(q, k, theta, q_pos=q_pos)
     w0 = transport.attention_weights(sc, q_pos, scale=0.7, alibi_slope=0.1)
-    w1 = backend.attention_weights_xp(on(sc), q_pos, scale=0.7, alibi_slope=0.1)
+    w1 = transport.attention_weights(on(sc), q_pos, scale=0.7, alibi_slope=0.1)
     close(w1, w0)
     for got, ref in zip(
-        backend.near_far_mass_xp(w1, 5, q_pos), transport.near_far_mass(w0, 5, q_pos), strict=True
+        transport.near_far_mass(w1, 5, q_pos), transport.near_far_mass(w0, 5, q_pos), strict=True
     ):
         close(got, ref)
     close(
-        backend.so2_value_output_xp(w1, on(v), on(theta), q_pos),
+        transport.so2_value_output(w1, on(v), on(theta), q_pos),
         transport.so2_value_output(w0, v, theta, q_pos),
     )
 
@@ -186,16 +186,16 @@ def test_generic_transport_matches_numpy(xp_backend):
 def test_monte_carlo_estimators_with_host_draws_match_numpy(xp_backend):
     name, dev = xp_backend
     law = SO2BlockLaw(8, "normal", 0.4)
-    got = backend.route_mean_xp(law, 25, 300, seed=11, backend=name, device=dev, host=True)
+    got = transport.empirical_route_mean(law, 25, 300, seed=11, backend=name, device=dev, host=True)
     close(got, transport.empirical_route_mean(law, 25, 300, seed=11))
-    got = backend.route_mean_xp(
+    got = transport.empirical_route_mean(
         law, 25, 300, seed=11, statistic="cos", per_block=True, backend=name, device=dev, host=True
     )
     ref = transport.empirical_route_mean(law, 25, 300, seed=11, statistic="cos", per_block=True)
     close(got, ref)
     for scheme in transport.SCHEMES:
         kw = dict(d=16, vocab=50, n_trials=2, seed=9, key_coherence=0.2, value_coherence=0.5)
-        r1 = backend.stylized_attention_xp(scheme, 400, backend=name, device=dev, host=True, **kw)
+        r1 = transport.stylized_attention(scheme, 400, backend=name, device=dev, host=True, **kw)
         r0 = transport.stylized_attention(scheme, 400, **kw)
         for field in ("far_mass", "near_weight", "signal_coef", "output_error", "far_residual"):
             close(getattr(r1, field), getattr(r0, field))
@@ -206,8 +206,8 @@ def test_native_draws_are_reproducible_and_unbiased(xp_backend):
     # error of |E e^{iψ}| is about 1/sqrt(2·20000) = 0.005; tolerance 0.03 (6 standard errors)
     name, dev = xp_backend
     law = SO2BlockLaw(4, "uniform", 0.5)
-    a = backend.route_mean_xp(law, 6, 20000, seed=1, backend=name, device=dev)
-    b = backend.route_mean_xp(law, 6, 20000, seed=1, backend=name, device=dev)
+    a = transport.empirical_route_mean(law, 6, 20000, seed=1, backend=name, device=dev)
+    b = transport.empirical_route_mean(law, 6, 20000, seed=1, backend=name, device=dev)
     np.testing.assert_array_equal(backend.to_numpy(a), backend.to_numpy(b))
     exact = (np.sin(0.5) / 0.5) ** np.arange(7)
     close(a, exact, rtol=0, atol=0.03)
@@ -256,14 +256,14 @@ def test_chunked_suffix_scan_equals_the_recurrence(n, block, m, seed):
     m = np.array(m)
     x = np.random.default_rng(seed).uniform(-1, 1, (2, m.size, n))
     np.testing.assert_allclose(
-        _kernels_xp.suffix_scan(xp, x, m, block), sequential(x, m), rtol=1e-10, atol=1e-12
+        _scan.suffix_scan(xp, x, m, block), sequential(x, m), rtol=1e-10, atol=1e-12
     )
 
 
 def test_head_groups_do_not_change_the_result(monkeypatch):
     k0 = alibi_kernel(200, alibi_slopes(6), 1.0)
     k1 = alibi_kernel(200, alibi_slopes(6), 1.0, backend="array_api_strict")
-    monkeypatch.setattr(_kernels_xp, "ELEMENTS", 150)  # one head per group
+    monkeypatch.setattr(_scan, "ELEMENTS", 150)  # one head per group
     close(influence(k1, np.full(5, 0.5)), influence(k0, np.full(5, 0.5)))
 
 
@@ -273,7 +273,7 @@ def test_head_groups_do_not_change_the_result(monkeypatch):
 
 def test_numpy_stays_the_default_and_numba_path():
     K = alibi_kernel(10, 0.5)
-    assert K.backend == "numpy" and K._dev is None
+    assert K.backend == "numpy" and K._use_numba
     assert set(backend.available_backends()) >= {"numpy", "array_api_strict"}
 
 
@@ -335,8 +335,8 @@ def test_bad_seeds_and_laws_are_refused():
     with pytest.raises(ValueError, match="seed"):
         backend.random_source(-1, "array_api_strict")
     with pytest.raises(TypeError, match="law"):
-        backend.route_mean_xp(object(), 3)
+        transport.empirical_route_mean(object(), 3)
     with pytest.raises(ValueError, match="scheme"):
-        backend.stylized_attention_xp("nope", 10)
+        transport.stylized_attention("nope", 10)
     with pytest.raises(ValueError, match="key_coherence"):
-        backend.stylized_attention_xp("rope", 10, key_coherence=2.0)
+        transport.stylized_attention("rope", 10, key_coherence=2.0)
