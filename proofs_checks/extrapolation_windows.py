@@ -38,7 +38,7 @@ def at5(ctx: Context) -> Evidence:
     eps, a = 0.01, 1.0
     law = SO2BlockLaw(4, "uniform", scale=a)  # two blocks, θ ~ Unif[-1, 1]
     gamma = float(abs(th.characteristic_value("uniform", a)))
-    W = int(th.mixing_window(eps, gamma))
+    W = int(th.mixing_window(gamma, eps))
     W_sim = sim_window(law.gamma, eps)
     q = np.full((1, 4), 0.5)  # unit query; the key equals it, so the score is Σ_b ‖q_b‖² cos ψ_b
     trials = 2000 if ctx.full else 200

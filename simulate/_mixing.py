@@ -18,11 +18,13 @@ __all__ = ["empirical_mixing_window", "empirical_route_mean", "mixing_window"]
 
 
 def mixing_window(gamma, eps: float):
-    """Mixing window W(ε) = smallest n ≥ 1 with γⁿ ≤ ε, i.e. ⌈ln(1/ε)/ln(1/γ)⌉ (claims AT5, AT6).
+    """Mixing window W(γ, ε) = smallest n ≥ 1 with γⁿ ≤ ε, i.e. ⌈ln(1/ε)/ln(1/γ)⌉ (AT5, AT6).
 
     gamma: scalar or array in [0, ∞) (e.g. ``law.gamma`` or the per-block |c_b| of an
     SO2BlockLaw); eps in (0, 1). γ ≥ 1 gives inf (no mixing); γ = 0 gives 1. Returns an int
-    (or math.inf) for a scalar, a float array otherwise.
+    (or math.inf) for a scalar, a float array otherwise. The numeric side of AT5: it finds n by
+    testing the powers γⁿ, independently of the closed form
+    :func:`posflow.theory.transport.mixing_window` (same argument order (γ, ε)).
     """
     if not 0.0 < eps < 1.0:
         raise ValueError(f"eps must lie in (0, 1); got {eps}")

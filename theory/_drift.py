@@ -31,6 +31,7 @@ import numpy as np
 import sympy as sp
 
 from posflow.theory._exact import as_count
+from posflow.theory._symbolic import symbolic_kernel
 
 __all__ = [
     "DriftDerivative",
@@ -193,8 +194,6 @@ def residual_drift_residual(n: int) -> list[sp.Expr]:
     ``Σ_j R_ij (i-j) - λ Σ_j A_ij (i-j)``, all zero (claim PB9: the backward chain's drift is
     ``-λ μ(i)``; the lazy mass stays on the current token).
     """
-    from posflow.theory.rollout import symbolic_kernel
-
     n = as_count(n, "n")
     A, _ = symbolic_kernel(n, "a", stochastic=True)
     lam = sp.Symbol("lambda", nonnegative=True)

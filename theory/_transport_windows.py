@@ -1,7 +1,8 @@
 """Mixing windows and random Householder steps of [B] (private).
 
 Re-exported by :mod:`posflow.theory.transport`. Claims AT4 (Householder mean and spectrum), AT5 (the
-mixing window depends on the step law only), AT6 (per-block windows for RoPE frequencies).
+mixing window depends on the step law only), AT6 (per-block windows for RoPE frequencies). The RoPE
+frequencies are the one definition of :func:`posflow._conventions.rope_frequencies`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 import mpmath
 import numpy as np
 import sympy as sp
+
+from posflow._conventions import rope_frequencies
 
 from ._transport_angles import angle_characteristic, log_sinc
 from ._transport_common import (
@@ -31,55 +34,35 @@ def _ceil_ratio(ratio: np.ndarray) -> np.ndarray:
     return np.maximum(np.ceil(ratio * (1.0 - _TIE)), 1.0).astype(np.int64)
 
 
-def mixing_window(eps, gamma) -> int | np.ndarray:
-    """Mixing window: the number of steps after which the mean transport is below ε (AT5).
+def mixing_window(gamma, eps) -> int | np.ndarray:
+    """Mixing window W(γ, ε): the number of steps after which the mean transport is below ε (AT5).
 
-    .. math:: W(\\varepsilon)
+    .. math:: W(\\gamma, \\varepsilon)
               = \\Big\\lceil \\frac{\\ln(1/\\varepsilon)}{\\ln(1/\\gamma)} \\Big\\rceil
               = \\min\\{n \\ge 1 : \\gamma^n \\le \\varepsilon\\}
 
     where γ = ‖E M_t‖_op is the spectral-gap constant of the step law. It involves the step
     law only, never the context length L. γ = 0 (Haar steps: one step mixes) gives W = 1.
-    Ratios within a relative 1e-12 of an integer are rounded to it (float ties).
+    Ratios within a relative 1e-12 of an integer are rounded to it (float ties). The argument
+    order (γ, ε) is that of :func:`posflow.simulate.transport.mixing_window`, the numeric side.
 
     Parameters
     ----------
-    eps : float or array_like
-        Target level in (0, 1).
     gamma : float or array_like
-        Mean-operator norm in [0, 1). Broadcasts with ``eps``.
+        Mean-operator norm in [0, 1).
+    eps : float or array_like
+        Target level in (0, 1). Broadcasts with ``gamma``.
 
     Returns
     -------
     int or ndarray of int64
     """
-    e = real_array("eps", eps, lo=0.0, lo_open=True, hi=1.0, hi_open=True)
     g = real_array("gamma", gamma, lo=0.0, hi=1.0, hi_open=True)
+    e = real_array("eps", eps, lo=0.0, lo_open=True, hi=1.0, hi_open=True)
     e, g = np.broadcast_arrays(e, g)
     positive = g > 0.0
     ratio = np.log(e) / np.log(np.where(positive, g, 0.5))
     return scalar_or_array(np.where(positive, _ceil_ratio(ratio), 1))
-
-
-def rope_frequencies(d, base=10000.0) -> np.ndarray:
-    """RoPE block frequencies f_b = base^{-2b/d}, b = 0..d/2-1 (claims AT6, AT16).
-
-    Parameters
-    ----------
-    d : int
-        Head dimension, even, ≥ 2 (d = 96 in the paper's models).
-    base : float, optional
-        Base > 1, finite.
-
-    Returns
-    -------
-    ndarray, shape (d/2,) — decreasing from f_0 = 1.
-    """
-    dim = int_scalar("d", d, lo=2)
-    if dim % 2:
-        raise ValueError(f"d must be even (SO(2) blocks pair dimensions); got {dim}")
-    b = real_scalar("base", base, lo=1.0, lo_open=True)
-    return b ** (-2.0 * np.arange(dim // 2) / dim)
 
 
 @dataclass(frozen=True)
@@ -340,7 +323,7 @@ def householder_mean_factor(beta, d) -> float | np.ndarray:
     """Mean of a random Householder step: E[I - β w wᵀ] = (1 - β/d) I (claim AT4).
 
     The spectral-gap constant is γ = ‖E H‖_op = |1 - β/d|, so the mixing window is
-    ``mixing_window(eps, abs(factor))`` ≈ d ln(1/ε)/β for small β/d.
+    ``mixing_window(abs(factor), eps)`` ≈ d ln(1/ε)/β for small β/d.
 
     Parameters
     ----------

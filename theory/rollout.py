@@ -7,6 +7,7 @@ influence profile is the last row of P.
 This module holds the symbolic rollout (closure, the diagonal identity and its bound chain) and
 re-exports the rest of the exact theory:
 
+* the symbolic causal kernel (from :mod:`posflow.theory._symbolic`, claims PB1, PB2);
 * drift terms of the four forces (from :mod:`posflow.theory._drift`, claim PB9);
 * the Hausdorff closed form of the uniform-kernel rollout and its n → ∞ limit law
   (from :mod:`posflow.theory._hausdorff`, claim PB12);
@@ -37,6 +38,7 @@ from posflow.theory._drift import (
 from posflow.theory._exact import as_count, as_exact_lambdas, to_fraction
 from posflow.theory._hausdorff import LimitLaw, hausdorff_moments, influence_exact, limit_law
 from posflow.theory._summability import collapses
+from posflow.theory._symbolic import symbolic_kernel
 
 __all__ = [
     "BoundCertificate",
@@ -65,36 +67,6 @@ __all__ = [
     "symbolic_rollout",
     "uniform_drift",
 ]
-
-
-def symbolic_kernel(
-    n: int, name: str = "a", *, stochastic: bool = False
-) -> tuple[sp.Matrix, tuple[sp.Symbol, ...]]:
-    """A causal (lower-triangular) n × n kernel with symbolic entries (claims PB1, PB2).
-
-    Entry (i, j), j ≤ i, is the symbol ``{name}_{i}_{j}``; entries above the diagonal are 0.
-    With ``stochastic=True`` each diagonal entry is ``1 - Σ_{j<i} A[i, j]`` so that every row
-    sums to 1 (row 0 is ``e_0``) and only the strictly lower entries are free.
-
-    Returns
-    -------
-    A : sympy Matrix, shape (n, n)
-    symbols : tuple of the free entry symbols (nonnegative), row by row.
-    """
-    n = as_count(n, "n")
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"name must be an identifier such as 'a'; got {name!r}")
-    A = sp.zeros(n, n)
-    free: list[sp.Symbol] = []
-    for i in range(n):
-        for j in range(i + 1):
-            if stochastic and j == i:
-                A[i, i] = 1 - sp.Add(*[A[i, k] for k in range(i)])
-                continue
-            s = sp.Symbol(f"{name}_{i}_{j}", nonnegative=True)
-            A[i, j] = s
-            free.append(s)
-    return A, tuple(free)
 
 
 @dataclass(frozen=True)
