@@ -391,7 +391,7 @@ def _client(distributed, scheduler, workers, processes, timeout):
         threads_per_worker=1,
         processes=processes,
         dashboard_address=":0",  # a free port: never clash with another cluster
-        silence_logs=logging.ERROR,
+        silence_logs=logging.CRITICAL,  # a failed task is reported once, by _drive
     )
     return distributed.Client(cluster), cluster
 

@@ -62,3 +62,81 @@ def test_results_of_an_empty_store(capsys, tmp_path):
     png = tmp_path / "p.png"
     rc, _, err = run(capsys, "--results", "--store", tmp_path / "none", "--plot", png)
     assert rc == 2 and "--plot" in err
+
+
+# ------------------------------------------------------------------------------------------
+# stores, plots, devices and threads: refused before any training
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    from posflow.simulate.models import extrapolate
+
+    def refuse(*a, **k):
+        raise AssertionError("trained before the arguments were checked")
+
+    monkeypatch.setattr(extrapolate, "run_extrapolation", refuse)
+
+
+def one_line(capsys, *argv, words):
+    from cli_usage import assert_usage_error
+
+    return assert_usage_error(capsys, ["extrapolate", *argv], *words)
+
+
+def test_bad_stores_and_plots_are_refused_before_training(capsys, tmp_path, no_training):
+    from cli_usage import read_only_folder
+
+    f = tmp_path / "file"
+    f.write_text("")
+    one_line(capsys, *TINY, "--store", f, words=("--store", "is a file, not a folder"))
+    one_line(capsys, "--results", "--store", f, words=("--store", "not a folder"))
+    one_line(capsys, *TINY, "--store", f / "s", words=("--store", "is a file"))
+    one_line(capsys, *TINY, "--plot", tmp_path, words=("--plot", "is a folder"))
+    one_line(capsys, *TINY, "--plot", tmp_path / "x.jpg", words=("--plot", ".png"))
+    with read_only_folder(tmp_path) as ro:
+        one_line(capsys, *TINY, "--store", ro, words=("--store", "cannot write"))
+        one_line(capsys, *TINY, "--store", ro / "new", words=("--store", "cannot write"))
+        one_line(capsys, "--results", "--plot", ro / "p.png", words=("--plot", "cannot write"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "read-only"]
+
+
+def test_the_default_store_is_checked_too(capsys, tmp_path, monkeypatch, no_training):
+    f = tmp_path / "cache"
+    f.write_text("")  # the per-user cache folder is a file
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(f))
+    one_line(capsys, *TINY, words=("--store (the per-user cache)", "is a file"))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_fails_before_training(capsys, tmp_path, no_training):
+    one_line(capsys, *TINY, "--device", "cuda", "--store", tmp_path / "s",
+             words=("--device 'cuda'", "no CUDA device"))  # fmt: skip
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--threads", "0"], ("--threads", "integer >= 1")),
+        (["--seed", "-1"], ("--seed", "integer >= 0")),
+        (["--time", "nan"], ("--time", "finite")),
+        (["--device", "tpu"], ("--device", "not a torch device")),
+    ],
+)
+def test_bad_options_are_one_line(capsys, tmp_path, no_training, argv, words):
+    one_line(capsys, *TINY[:-2], *argv, "--store", tmp_path / "s", words=words)
+
+
+def test_threads_are_applied(capsys, tmp_path, monkeypatch):
+    from posflow.simulate import _threads
+
+    for var in _threads._ENV_VARS:
+        monkeypatch.setenv(var, "1")
+    before = torch.get_num_threads()
+    try:
+        rc, out, err = run(capsys, *TINY, "--schemes", "nope", "--store", tmp_path / "s")
+        assert rc == 0, err
+        assert "1 CPU thread(s), device cpu" in out and torch.get_num_threads() == 1
+    finally:
+        _threads.set_threads(before, torch=True)

@@ -180,3 +180,66 @@ def test_hf_directory_with_a_tokenizer_tokenizes_the_corpus(capsys, tmp_path):
     model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="eager")
     m = measure(model, windows(ids, 16, 4, seed=0))
     np.testing.assert_allclose(res["profiles"]["measured"], m.influence, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# refused before any model is loaded or trained; threads
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    from posflow.simulate.models import train as train_mod
+
+    def refuse(*a, **k):
+        raise AssertionError("loaded or trained before the arguments were checked")
+
+    monkeypatch.setattr(train_mod, "cached_model", refuse)
+    monkeypatch.setattr(measure_cli, "load_model", refuse)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_fails_before_any_work(capsys, no_work):
+    err = one_line_error(capsys, "--train", "--device", "cuda", match="--device 'cuda'")
+    assert "no CUDA device" in err
+    one_line_error(capsys, "--train", "--device", "cuda:3", match="no CUDA device")
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["--device", "gpu"], "not a torch device"),
+        (["--device", "meta"], "cpu, cuda or mps"),
+        (["--threads", "0"], "argument --threads: must be an integer >= 1"),
+        (["--seed", "-1"], "argument --seed: must be an integer >= 0"),
+        (["--batch-size", "-4"], "argument --batch-size"),
+        (["--max-bytes", "0"], "argument --max-bytes"),
+        (["--n", "-16"], "--n must be at least 2"),
+    ],
+)
+def test_bad_options_are_refused_before_any_work(capsys, no_work, argv, match):
+    one_line_error(capsys, "--train", *argv, match=match)
+
+
+def test_bad_plot_paths_are_refused_before_any_work(capsys, tmp_path, no_work):
+    from cli_usage import read_only_folder
+
+    one_line_error(capsys, "--train", "--plot", tmp_path, match="--plot")
+    one_line_error(capsys, "--train", "--plot", tmp_path / "p.svg", match=".png")
+    with read_only_folder(tmp_path) as ro:
+        one_line_error(capsys, "--train", "--plot", ro / "p.png", match="cannot write")
+
+
+def test_threads_are_applied_and_recorded(capsys, checkpoint, monkeypatch):
+    from posflow.simulate import _threads
+
+    for var in _threads._ENV_VARS:
+        monkeypatch.setenv(var, "1")
+    before = torch.get_num_threads()
+    try:
+        rc, out, err = run(capsys, checkpoint, *SMALL, "--threads", "1", "--json")
+        assert rc == 0, err
+        res = json.loads(out)
+        assert res["threads"] == 1 and res["device"] == "cpu"
+        assert torch.get_num_threads() == 1
+    finally:
+        _threads.set_threads(before, torch=True)

@@ -134,3 +134,85 @@ def test_posflow_starts_without_importing_dask():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ------------------------------------------------------------------------------------------
+# specs are files: bounded before anything is allocated; stores are checked before any work
+
+
+def bad_spec(capsys, tmp_path, content, *words):
+    path = tmp_path / "bad.toml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    code, _, err = run(capsys, path, "--store", tmp_path / "st")
+    one_line_error(code, err, *words)
+    assert not (tmp_path / "st").exists()
+
+
+def test_deeply_nested_toml_is_one_line(capsys, tmp_path):
+    bad_spec(capsys, tmp_path, "x = " + "[" * 100_000, "nested too deeply")
+    bad_spec(capsys, tmp_path, "x = " + "{a = " * 50_000, "bad.toml")
+
+
+def test_binary_and_huge_spec_files_are_one_line(capsys, tmp_path):
+    bad_spec(capsys, tmp_path, b"\x89PNG\r\n\x1a\n\x00\xff", "not UTF-8")
+    bad_spec(capsys, tmp_path, "# " + "x" * sweep.MAX_SPEC_BYTES, "at most")
+
+
+def test_sizes_in_a_spec_are_bounded_before_allocation(capsys, tmp_path, monkeypatch):
+    from posflow.simulate import _validate
+
+    monkeypatch.setattr(_validate, "available_memory", lambda: 8 * 2**30)
+    n9 = 'experiment = "dichotomy"\n[params]\nn = 1000000000\n'
+    bad_spec(capsys, tmp_path, n9, "n = 1000000000", "GiB")
+    deep = 'experiment = "rollout_profile"\n[grid]\nT = [10, 100000000000]\n'
+    bad_spec(capsys, tmp_path, deep, "T = 100000000000", "GiB")
+    far = 'experiment = "far_mass"\n[params]\nlength = 10000000000\n'
+    bad_spec(capsys, tmp_path, far, "length = 10000000000")
+    grid = 'experiment = "dichotomy"\n[grid]\n' + "".join(
+        f"{k} = [{', '.join(str(v) for v in range(1, 11))}]\n" for k in ("n", "T")
+    )
+    grid += "lam0 = [" + ", ".join(f"{i / 1000}" for i in range(1000)) + "]\n"
+    grid += "beta = [" + ", ".join(f"{i / 10}" for i in range(20)) + "]\n"
+    bad_spec(capsys, tmp_path, grid, "2000000 points", "at most 1000000")
+
+
+def test_parallel_workers_count_against_memory(capsys, tmp_path, monkeypatch, spec_file):
+    from posflow.simulate import _validate
+
+    one_task = sweep.load_spec(spec_file).peak_task_bytes()
+    monkeypatch.setattr(_validate, "available_memory", lambda: int(2 * one_task))
+    code, _, err = run(capsys, spec_file, "--workers", "4", "--store", tmp_path / "st")
+    one_line_error(code, err, "--workers", "4 task(s)")
+    assert not (tmp_path / "st").exists()
+
+
+def test_bad_stores_are_refused_before_any_work(capsys, tmp_path, spec_file, monkeypatch):
+    from cli_usage import read_only_folder
+
+    f = tmp_path / "file"
+    f.write_text("")
+    one_line_error(*run(capsys, spec_file, "--store", f)[::2], "--store", "is a file")
+    one_line_error(*run(capsys, spec_file, "--store", f / "x")[::2], "--store", "is a file")
+    with read_only_folder(tmp_path) as ro:
+        one_line_error(*run(capsys, spec_file, "--store", ro / "st")[::2], "cannot write")
+        one_line_error(*run(capsys, spec_file, "--store", ro / "s.sqlite")[::2], "cannot write")
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(f))
+    one_line_error(*run(capsys, spec_file)[::2], "--store (the per-user cache)", "is a file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "read-only", "small.toml"]
+
+
+def test_connect_timeout_must_be_positive(capsys, spec_file):
+    for bad in ("0", "-1", "nan"):
+        one_line_error(*run(capsys, spec_file, "--connect-timeout", bad)[::2], "--connect-timeout")
+
+
+@needs_dask
+def test_an_underflowing_result_is_refused_not_written_as_infinity(capsys, tmp_path):
+    """T = 2000 layers of λ = 1 on a uniform kernel: 1 - p(0) underflows to 0, so
+    log(1 - p(0)) would be -inf (once written as the invalid JSON -Infinity)."""
+    spec = 'experiment = "dichotomy"\n[params]\nn = 8\nlam0 = 1.0\nbeta = 0.0\n[grid]\nT = [2000]\n'
+    path = tmp_path / "deep.toml"
+    path.write_text(spec)
+    code, _, err = run(capsys, path, "--store", tmp_path / "st", "--threads", "--workers", "1")
+    one_line_error(code, err, "log_one_minus_p0", "-inf", '"T":2000')
+    assert sweep.load_table(tmp_path / "st") == []

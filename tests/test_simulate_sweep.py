@@ -113,6 +113,45 @@ def test_example_specs_are_valid(tmp_path):
         sweep.load_spec(tmp_path / "missing.toml")
 
 
+def test_spec_sizes_are_bounded_before_anything_runs(monkeypatch):
+    from posflow.simulate import _validate
+
+    monkeypatch.setattr(_validate, "available_memory", lambda: 2**30)
+    with pytest.raises(ValueError, match=r"n = 1000000000, T = 1000 would need about .* GiB"):
+        sweep.parse_spec({"experiment": "dichotomy", "params": {"n": 10**9}})
+    with pytest.raises(ValueError, match="T = 10000000000"):
+        sweep.parse_spec({"experiment": "rollout_profile", "grid": {"T": [1, 10**10]}})
+    with pytest.raises(ValueError, match="points"):
+        sweep.parse_spec(
+            {"experiment": "dichotomy", "grid": {"T": list(range(1001)), "n": list(range(1, 1001))}}
+        )
+    s = spec()
+    assert s.num_tasks == 12 == len(s.tasks())
+    assert s.largest_task()["T"] == 200 and s.largest_task()["kernel"] == "uniform"
+    assert 0 < s.peak_task_bytes() < 2**30
+
+
+def test_spec_files_are_bounded_and_decoded(tmp_path):
+    f = tmp_path / "s.toml"
+    f.write_bytes(b"\xff\xfe junk")
+    with pytest.raises(ValueError, match="not UTF-8"):
+        sweep.load_spec(f)
+    f.write_text("x = " + "[" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        sweep.load_spec(f)
+    f.write_text("#" * (sweep.MAX_SPEC_BYTES + 1))
+    with pytest.raises(ValueError, match="at most"):
+        sweep.load_spec(f)
+    with pytest.raises(TypeError, match="table"):
+        sweep.parse_spec(["experiment"])
+
+
+def test_a_non_finite_result_is_refused_by_run_task():
+    p = sweep.EXPERIMENTS["dichotomy"].defaults() | {"n": 8, "lam0": 1.0, "beta": 0.0, "T": 2000}
+    with pytest.raises(ValueError, match="log_one_minus_p0 = -inf"):
+        sweep.run_task("dichotomy", p)
+
+
 # ------------------------------------------------------------------------------------------
 # experiments against independent references
 
