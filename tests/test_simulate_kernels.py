@@ -1,8 +1,9 @@
 """posflow.simulate.kernels against an independent dense softmax reference."""
 
+import mpmath
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import softmax
 
@@ -160,11 +161,66 @@ def test_dense_kernel_accepts_full_attention_when_asked():
         (dict(n=5, slopes=[1.0, 2.0], head_weights=[1.0]), ValueError, "head_weights"),
         (dict(n=5, slopes=[1.0, 2.0], head_weights=[1.0, -1.0]), ValueError, "head_weights"),
         (dict(n=5, slopes="abc"), TypeError, "slopes"),
+        (dict(n=8, slopes=[]), ValueError, "slopes must have at least one value"),
+        (dict(n=8, slopes=0.5, content=[]), ValueError, "content must have at least one"),
+        (dict(n=8, slopes=0.5, head_weights=[]), ValueError, "head_weights"),
     ],
 )
 def test_alibi_kernel_rejects_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         alibi_kernel(**kwargs)
+
+
+def reference_alibi_mp(n, slopes, content):
+    """The ALiBi kernel row by row in 60-digit arithmetic (any exponent range), then float."""
+    with mpmath.workdps(60):
+        A = np.zeros((n, n))
+        for m, c in zip(slopes, content, strict=True):
+            m, c = mpmath.mpf(m), mpmath.mpf(c)
+            for i in range(n):
+                logits = [(c if j == i else 0) - m * (i - j) for j in range(i + 1)]
+                top = max(logits)
+                e = [mpmath.exp(v - top) for v in logits]
+                z = mpmath.fsum(e)
+                A[i, : i + 1] += [float(v / z) / len(slopes) for v in e]
+    return A
+
+
+HUGE = [-1e308, -1e300, -800.0, -50.0, 1e-300, 800.0, 1e300, 1e308]
+
+
+@pytest.mark.parametrize("m", HUGE)
+@pytest.mark.parametrize("c", [-1e308, -900.0, 0.0, 3.0, 900.0, 1e308])
+def test_alibi_any_finite_slope_and_content_gives_the_exact_finite_kernel(m, c):
+    # no exponential of c, m or m·i is formed: |m| up to 1e308 is exact (the reference is the
+    # softmax in 60-digit arithmetic), never NaN or inf
+    n = 7
+    K = alibi_kernel(n, [m, 0.3], [c, 1.0])
+    A = reference_alibi_mp(n, [m, 0.3], [c, 1.0])
+    p = np.random.default_rng(0).random((2, n))
+    for got in (K.dense(), K.apply_left(p), K.diagonal()):
+        assert np.isfinite(got).all()
+    np.testing.assert_allclose(K.dense(), A, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(K.apply_left(p), p @ A, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(K.diagonal(), np.diag(A), rtol=0, atol=1e-13)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 9),
+    m=st.lists(
+        st.floats(-1e308, 1e308, allow_nan=False, allow_infinity=False), min_size=1, max_size=3
+    ),
+    c=st.floats(-1e308, 1e308, allow_nan=False, allow_infinity=False),
+)
+def test_alibi_extreme_magnitudes_match_high_precision_softmax(n, m, c):
+    K = alibi_kernel(n, m, c)
+    A = reference_alibi_mp(n, m, [c] * len(m))
+    np.testing.assert_allclose(K.dense(), A, rtol=0, atol=1e-13)
+    e = np.ones(n) / n
+    q = K.apply_left(e)
+    assert np.isfinite(q).all()
+    np.testing.assert_allclose(q, e @ A, rtol=0, atol=1e-13)
 
 
 def test_apply_left_rejects_wrong_length_and_nan():

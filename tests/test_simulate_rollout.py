@@ -98,6 +98,37 @@ def test_diagonal_log_survives_underflow():
     assert diagonal(K, constant(lam, T))[-1] == 0.0  # underflows in linear space, as expected
 
 
+def test_summary_reports_the_log_diagonal_where_the_value_underflows():
+    # λ = 0.9, T = 1e5, uniform kernel: min_i P_ii = (0.1 + 0.9/n)^T = e^{-2.2e5} underflows;
+    # the summary keeps log min_i P_ii (closed form, row n − 1) and flags the underflow, and
+    # nothing it returns is NaN or inf
+    n, T, lam = 64, 100_000, 0.9
+    K = uniform_kernel(n)
+    s = rollout_summary(K, constant(lam, T))
+    assert s["log_min_diag"] == pytest.approx(T * np.log(1 - lam + lam / n), rel=1e-12)
+    assert s["min_diag"] == 0.0 and s["min_diag_underflows"] is True
+    prof = s.pop("profile")
+    assert np.isfinite(prof).all() and prof.sum() == pytest.approx(1.0, abs=1e-12)
+    assert all(np.isfinite(v) for v in s.values())
+    logd = diagonal(K, constant(lam, T), log=True)
+    expected = T * np.log1p(-lam * (1 - 1 / np.arange(1, n + 1)))
+    np.testing.assert_allclose(logd, expected, rtol=1e-12)
+    assert np.isfinite(diagonal(K, constant(lam, T))).all()
+    # shallow: the plain value is representable and not flagged
+    s = rollout_summary(K, constant(lam, 10))
+    assert not s["min_diag_underflows"]
+    assert s["min_diag"] == pytest.approx((1 - lam + lam / n) ** 10, rel=1e-12)
+
+
+def test_summary_log_diagonal_is_minus_inf_only_for_an_exact_zero_factor():
+    # λ = 1 and A[2, 2] = 0: P_22 = 0 exactly (not an underflow)
+    A = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]
+    A[2] = [0.5, 0.5, 0.0, 0.0]
+    s = rollout_summary(dense_kernel(A), constant(1.0, 3))
+    assert s["log_min_diag"] == -np.inf and s["min_diag"] == 0.0
+    assert not s["min_diag_underflows"]
+
+
 def test_total_mixing_and_summary():
     K = alibi_kernel(40, [0.5, 0.05])
     lam = power_decay(0.5, 1.5, 30)
