@@ -58,6 +58,8 @@ def _log_partial(a: np.ndarray, i: np.ndarray) -> np.ndarray:
     safe = np.where(a > 0, a, 1.0)
     with np.errstate(over="ignore", under="ignore"):
         core = np.log(-np.expm1(-safe * i)) - np.log(-np.expm1(-safe))
+    if (a > 0).all():
+        return core
     return np.where(a > 0, core, np.log(np.broadcast_to(i, core.shape)))
 
 
@@ -106,50 +108,40 @@ class AlibiKernel(Kernel):
             return self.n
         return int(min(self.n, np.ceil(_SAT / m.min()) + 2))
 
-    def _log_s(self, i: np.ndarray) -> np.ndarray:
-        """log S_i = log Σ_{k=1}^{i} e^{-m k} for rows i ≥ 1, shape (rows, H) (may be +inf)."""
-        m = self.slopes
-        g = _log_partial(np.abs(m), i)
-        with np.errstate(over="ignore"):
-            return np.where(m >= 0, g - m, g - m * np.asarray(i, dtype=np.float64)[:, None])
+    def _terms(self, i: np.ndarray, heads=slice(None)) -> tuple[np.ndarray, np.ndarray]:
+        """(log w_h(i), A^h_ii) for rows i ≥ 1 and the selected heads, each (rows, H).
 
-    def _head_diag(self, i: np.ndarray) -> np.ndarray:
-        """A^h_ii = 1/(1 + e^{log S_i − c}) for rows i ≥ 1, shape (rows, H)."""
-        with np.errstate(over="ignore", under="ignore"):
-            return np.exp(-np.logaddexp(0.0, self._log_s(i) - self.content))
-
-    def _log_w(self, i: np.ndarray, heads) -> np.ndarray:
-        """log of w_h(i) = e^{-m}/Z_i (m ≥ 0) or e^{a i}/Z_i (m = −a < 0), rows i ≥ 1."""
+        w_h(i) = e^{-m}/Z_i (m ≥ 0) or e^{a i}/Z_i (m = −a < 0) is exp(−logaddexp(ℓ, g_i)) and
+        A^h_ii = exp(−logaddexp(0, g_i − ℓ)) with ℓ = c + m or c − a i; both logaddexp share
+        log1p(e^{−|g_i − ℓ|}).
+        """
         m, c = self.slopes[heads], self.content[heads]
         g = _log_partial(np.abs(m), i)
-        ii = np.asarray(i, dtype=np.float64)[:, None]
-        with np.errstate(over="ignore"):
-            lead = np.where(m >= 0, c + m, c + m * ii)  # c + m, or c − a i
-            return -np.logaddexp(lead, g)
+        with np.errstate(over="ignore"):  # ℓ = ±inf is exact here: w = 0 or A_ii = 0
+            lead = np.where(m >= 0, c + m, c + m * np.asarray(i, dtype=np.float64)[:, None])
+        u = g - lead
+        t = np.log1p(np.exp(-np.abs(u)))
+        return -(np.maximum(lead, g) + t), np.exp(-(np.maximum(u, 0.0) + t))
 
     def _build_tables(self) -> None:
         nt = self._table_rows()
-        rows = np.arange(1, nt)
+        log_w, head_diag = self._terms(np.arange(1, nt))  # (nt - 1, H)
         dtab = np.ones(nt)
-        dtab[1:] = self._head_diag(rows) @ self.head_weights
+        dtab[1:] = head_diag @ self.head_weights
         diag = np.empty(self.n)
         diag[:nt], diag[nt:] = dtab, dtab[-1]
         self._diag = self._put(diag)
-        w_off = np.zeros((nt, self._pos.size))  # row 0 draws only from itself: unused, 0
-        with np.errstate(under="ignore"):
-            w_off[1:] = np.exp(self._log_w(rows, self._pos))
-            self._r = np.exp(-self.slopes[self._pos])
-        self._w_off = np.ascontiguousarray(w_off)
+        w = np.zeros((nt, self.num_heads))  # row 0 draws only from itself: unused, 0
+        w[1:] = np.exp(log_w)
+        self._w_off = np.ascontiguousarray(w[:, self._pos])
+        self._r = np.exp(-self.slopes[self._pos])
         self._hw = self.head_weights[self._pos].copy()
         self._neg_tables = []
-        i = np.arange(1, self.n)
-        for h in self._neg:
+        for h in self._neg:  # nt = n here (a negative head is never stationary)
             # Σ_{i>j} p_i e^{a(i-j)}/Z_i = e^{-a j} Σ_{i>j} p_i (e^{a i}/Z_i)
-            what = np.zeros(self.n)
-            with np.errstate(under="ignore", over="ignore"):
-                what[1:] = np.exp(self._log_w(i, [h])[:, 0])
+            with np.errstate(over="ignore"):
                 scale = self.head_weights[h] * np.exp(self.slopes[h] * np.arange(self.n))
-            self._neg_tables.append((self._put(what), self._put(scale)))
+            self._neg_tables.append((self._put(w[:, h]), self._put(scale)))
 
     @functools.cached_property
     def _scan_tables(self) -> dict:
@@ -162,11 +154,8 @@ class AlibiKernel(Kernel):
         ensure_fits((self.n, self.n), "head_dense()", copies=3)
         xp, n = self.xp, self.n
         m = float(self.slopes[h])
-        rows = np.arange(1, n)
-        dg = np.ones(n)
-        dg[1:] = self._head_diag(rows)[:, h]
-        lw = np.zeros(n)
-        lw[1:] = self._log_w(rows, [h])[:, 0]
+        lw, dg = np.zeros(n), np.ones(n)
+        lw[1:], dg[1:] = (x[:, 0] for x in self._terms(np.arange(1, n), [h]))
         ix = xp.arange(n, dtype=xp.float64, device=self.device)
         d = ix[:, None] - ix[None, :]
         with np.errstate(over="ignore", under="ignore"):
