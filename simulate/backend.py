@@ -1,6 +1,7 @@
 """One array code path for NumPy, torch and CuPy (array-api-compat), and seeded random numbers.
 
-A *backend* names an array library: ``"numpy"`` (the default; numba is its CPU fast path),
+A *backend* names an array library: ``"numpy"`` (the default; numba is its CPU fast path for
+the ALiBi recurrence, where ``benchmarks/backend.py`` measures it faster),
 ``"torch"`` (CPU or CUDA), ``"cupy"`` (CUDA) or ``"array_api_strict"`` (the reference
 implementation of the array API standard, used to prove that the generic path uses nothing
 else). Generic code asks :func:`namespace` for the array-api-compat namespace ``xp`` and calls

@@ -7,7 +7,9 @@ an array of shape (size, d, d), ``.mean()`` giving the exact E M where a closed 
 
 SO(2) blocks use the half-split pairing of [B]'s code by default: block b acts on coordinates
 (b, b + d/2); ``pairing="interleaved"`` uses (2b, 2b + 1). A block rotation is
-R(θ) = [[cos θ, −sin θ], [sin θ, cos θ]].
+R(θ) = [[cos θ, −sin θ], [sin θ, cos θ]]. :func:`rotate_blocks` takes any backend's arrays;
+the laws sample on the host with NumPy. ``rope_frequencies`` is the one definition of
+:func:`posflow._conventions.rope_frequencies`, re-exported here.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from posflow.simulate import _scan, backend, transport
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes, dense_kernel, uniform_kernel
-from posflow.simulate.orthogonal import SO2BlockLaw
+from posflow.simulate.orthogonal import HaarLaw, SO2BlockLaw
 from posflow.simulate.rollout import (
     diagonal,
     influence,
@@ -194,6 +194,55 @@ def test_generic_transport_matches_numpy(xp_backend):
     close(
         transport.so2_value_output(w1, on(v), on(theta), q_pos),
         transport.so2_value_output(w0, v, theta, q_pos),
+    )
+
+
+def test_dense_step_transport_matches_numpy(xp_backend):
+    # the functions with d×d steps, Householder sweeps and direct route angles: one code path
+    name, dev = xp_backend
+    rng = np.random.default_rng(8)
+    n, d = 12, 4
+    q, k, v = rng.standard_normal((3, d)), rng.standard_normal((n, d)), rng.standard_normal((n, d))
+    theta = rng.uniform(-3, 3, (n, d // 2))
+    steps = np.linalg.qr(rng.standard_normal((n, d, d)))[0]
+    w = rng.standard_normal((n, d))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    beta = rng.uniform(0, 2, n)
+    weights = transport.attention_weights(rng.standard_normal((3, n)))
+
+    def on(x):
+        return backend.asarray(x, name, dev)
+
+    for route in transport.ROUTES:
+        got = transport.suffix_angles(on(theta), route)
+        assert backend.backend_of(got) == name
+        close(got, transport.suffix_angles(theta, route))
+        close(
+            transport.route_angles(on(theta), 2, 9, route),
+            transport.route_angles(theta, 2, 9, route),
+        )
+        close(
+            transport.route_product(on(steps), 3, 10, route),
+            transport.route_product(steps, 3, 10, route),
+        )
+        close(transport.frame_prefix(on(steps), route), transport.frame_prefix(steps, route))
+        close(
+            transport.orthogonal_scores(on(q), on(k), on(steps), route),
+            transport.orthogonal_scores(q, k, steps, route),
+        )
+        close(
+            transport.orthogonal_value_output(on(weights), on(v), on(steps), route=route),
+            transport.orthogonal_value_output(weights, v, steps, route=route),
+        )
+        close(
+            transport.householder_scores(on(q[0]), on(k), on(w), beta, 9, route),
+            transport.householder_scores(q[0], k, w, beta, 9, route),
+        )
+    close(transport.wrap_angle(on(theta * 5)), transport.wrap_angle(theta * 5))
+    close(transport.householder_step(on(k), on(w), 1.5), transport.householder_step(k, w, 1.5))
+    close(
+        transport.empirical_route_mean(HaarLaw(3), 4, 50, seed=2, backend=name, device=dev),
+        transport.empirical_route_mean(HaarLaw(3), 4, 50, seed=2),
     )
 
 
