@@ -109,6 +109,9 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
     Cost O(T·n·H) for ALiBi kernels, O(T·n) for the uniform kernel, O(T·n²) for dense ones;
     memory O(n·H) (O(n·H·B) off NumPy, B the scan block). Raises ValueError for λ outside
     [0, 1] or NaN, for len(kernels) != T, and for kernels on different backends or devices.
+    Every step is a convex combination, so p stays finite and sums to 1 at any depth; entries
+    below 2.2e-308 underflow to 0 (for causal kernels p(n−1) = P_{n−1,n−1}, whose log
+    ``diagonal(kernels, lambdas, log=True)[-1]`` stays exact).
     """
     ks, lam = _layers(kernels, lambdas)
     return _chain(ks, lam, _start(kernels, ks, n))[0, ...]
