@@ -4,13 +4,15 @@ The default (:func:`default_threads`) is the number of cores this process may us
 processes are not already keeping busy::
 
     cores   = len(os.sched_getaffinity(0)), capped by a cgroup CPU quota (cpu.max) if any
-    busy    = round(1-minute load average)          (runnable threads on the machine)
-    threads = max(1, cores - busy), capped by OMP_NUM_THREADS if it was set when posflow started
+    busy    = max(load1 * cores / cpu_count,        1-minute load average, our share of it
+                  busy_now)                         cores of our set in use over the last 0.1 s
+    threads = max(1, cores - round(busy)), capped by OMP_NUM_THREADS if set when posflow started
 
 so a two-core machine with one core loaded by another job gets one thread, not two threads that
 fight for one core (OpenMP and numba workers spin while they wait, so oversubscribing a core
-costs far more than the lost parallelism). The load average also counts this process's own recent
-work, which makes the rule err toward fewer threads, never more.
+costs far more than the lost parallelism). ``busy_now`` (from ``/proc/stat``, sampled while this
+process sleeps) sees a job that started seconds ago, which the load average only reaches after
+a minute; the load average smooths out a momentary lull. Both err toward fewer threads.
 
 :func:`set_threads` applies one count everywhere: ``torch.set_num_threads`` (when torch is
 imported or asked for), the BLAS already loaded (threadpoolctl when installed, else the OpenBLAS
@@ -26,6 +28,7 @@ import math
 import numbers
 import os
 import sys
+import time
 
 __all__ = ["available_cores", "default_threads", "set_threads", "thread_counts"]
 
@@ -88,14 +91,48 @@ def _load() -> float:
         return 0.0
 
 
-def default_threads() -> int:
-    """Threads that do not oversubscribe the machine: ``max(1, cores - round(load1))``.
+def _cpu_times(cpus) -> tuple[int, int] | None:
+    """(busy, total) jiffies of the CPUs ``cpus`` from /proc/stat, or None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    busy = total = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            ticks = [int(x) for x in fields[:8]]  # user nice system idle iowait irq softirq steal
+            total += sum(ticks)
+            busy += sum(ticks) - ticks[3] - ticks[4]
+    return (busy, total) if total else None
 
-    ``cores`` is :func:`available_cores`; ``load1`` the 1-minute load average. Capped by an
-    ``OMP_NUM_THREADS`` (a positive integer) set before posflow was imported.
+
+def _busy_now(interval: float = 0.1) -> float:
+    """Cores of this process's CPU set busy over the next ``interval`` seconds (0 if unknown)."""
+    try:
+        cpus = os.sched_getaffinity(0)
+    except (AttributeError, OSError):  # pragma: no cover - no affinity API
+        return 0.0
+    a = _cpu_times(cpus)
+    time.sleep(interval)
+    b = _cpu_times(cpus)
+    if a is None or b is None or b[1] <= a[1]:
+        return 0.0
+    return len(cpus) * (b[0] - a[0]) / (b[1] - a[1])
+
+
+def default_threads() -> int:
+    """Threads that do not oversubscribe the machine: ``max(1, cores - round(busy))``.
+
+    ``cores`` is :func:`available_cores`; ``busy`` the larger of this CPU set's share of the
+    1-minute load average and the cores busy over a 0.1 s sample (module docstring). Capped by
+    an ``OMP_NUM_THREADS`` (a positive integer) set before posflow was imported.
     """
     cores = available_cores()
-    n = max(1, cores - round(_load()))
+    share = cores / max(os.cpu_count() or cores, cores)
+    busy = max(_load() * share, _busy_now())
+    n = max(1, cores - round(busy))
     if _ENV_AT_START is not None and _ENV_AT_START.strip().isdigit() and int(_ENV_AT_START) >= 1:
         n = min(n, int(_ENV_AT_START))
     return n

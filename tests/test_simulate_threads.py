@@ -3,6 +3,7 @@ does not oversubscribe a loaded machine."""
 
 import os
 import sys
+import time
 
 import numba
 import numpy as np
@@ -72,9 +73,47 @@ def test_bad_counts_name_threads(bad):
 )
 def test_default_leaves_loaded_cores_alone(monkeypatch, cores, load, env, expected):
     monkeypatch.setattr(_threads, "available_cores", lambda: cores)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
     monkeypatch.setattr(_threads, "_load", lambda: load)
+    monkeypatch.setattr(_threads, "_busy_now", lambda: 0.0)
     monkeypatch.setattr(_threads, "_ENV_AT_START", env)
     assert _threads.default_threads() == expected
+
+
+def test_a_job_that_just_started_counts_before_the_load_average_sees_it(monkeypatch):
+    monkeypatch.setattr(_threads, "available_cores", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_load", lambda: 0.2)
+    monkeypatch.setattr(_threads, "_ENV_AT_START", None)
+    monkeypatch.setattr(_threads, "_busy_now", lambda: 1.0)
+    assert _threads.default_threads() == 1
+
+
+def test_only_our_share_of_a_big_machine_load_counts(monkeypatch):
+    """Two allowed cores of a 64-core host whose load is 32: half of our cores are busy."""
+    monkeypatch.setattr(_threads, "available_cores", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(_threads, "_load", lambda: 32.0)
+    monkeypatch.setattr(_threads, "_busy_now", lambda: 0.0)
+    monkeypatch.setattr(_threads, "_ENV_AT_START", None)
+    assert _threads.default_threads() == 1
+
+
+def test_busy_now_sees_a_spinning_process():
+    """A process spinning on one of our CPUs for the sample shows as about one busy core."""
+    import subprocess
+    import sys
+
+    cpu = min(os.sched_getaffinity(0))
+    code = f"import os, time; os.sched_setaffinity(0, {{{cpu}}}); t = time.time()\n"
+    code += "while time.time() - t < 3: pass"
+    spin = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        time.sleep(0.5)
+        assert _threads._busy_now(0.5) >= 0.8  # the spinner alone, plus whatever else runs
+    finally:
+        spin.kill()
+        spin.wait()
 
 
 def test_available_cores_follow_affinity_and_quota(monkeypatch):

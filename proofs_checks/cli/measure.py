@@ -181,6 +181,7 @@ def _print(out, name):
         f"n = {out['n']}, N = {out['num_sequences']}"
     )
     con.print(f"  lambda_t = [{lam}]  (sum {sum(out['lambdas']):.3f})")
+    con.print(f"  {out['threads']} CPU thread(s), device {out['device']}")
     t = Table(title="predicted vs measured influence (d)")
     for col in ("profile", "W1/(n-1)", "Spearman", "mean position", "shape"):
         t.add_column(col)
