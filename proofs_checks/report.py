@@ -166,7 +166,13 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
     }
     where = ""
     if provenance is not None:
-        where = f" posflow {provenance.get('posflow')}, seed {provenance.get('seed')}."
+        commit = provenance.get("git_commit")
+        where = (
+            f" posflow {provenance.get('posflow')}"
+            + (f" (commit {commit[:12]})" if commit else "")
+            + f", seed {provenance.get('seed')}, {provenance.get('threads')} thread(s), "
+            f"{provenance.get('date')}; see Provenance."
+        )
     lines = [
         "# posflow verification report",
         "",
