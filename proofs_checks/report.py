@@ -152,8 +152,12 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
     """Write ``index.md`` and ``results.json`` for ``results`` (a list of Result) into ``out``.
 
     ``results.json`` is a list of records (:func:`records`), each carrying ``provenance``;
-    ``index.md`` opens with the figures, then verdicts, evidence and provenance.
+    ``index.md`` opens with the figures, then verdicts, evidence and provenance; each claim ID
+    links to its entry in ``CLAIMS.md``, the catalog generated from the registry
+    (:func:`posflow.proofs_checks.catalog.to_markdown`), written beside it.
     """
+    from posflow.proofs_checks.catalog import anchor, to_markdown
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     recs = records(results, provenance)
@@ -161,6 +165,7 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
         rec["figures"] = [os.path.relpath(f, out) for f in rec["figures"]]
     text = json.dumps(recs, indent=2, allow_nan=False)
     (out / "results.json").write_text(text + "\n", encoding="utf-8")
+    (out / "CLAIMS.md").write_text(to_markdown(), encoding="utf-8")
     counts = {
         s: sum(r["status"] == s for r in recs) for s in ("HOLDS", "FAILS", "INCONCLUSIVE", "ERROR")
     }
@@ -193,7 +198,8 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
     for rec in recs:
         stmt = rec["statement"].replace("|", "\\|")
         lines.append(
-            f"| {rec['id']} | {rec['status']} | {stmt} | {rec['seconds']} | "
+            f"| [{rec['id']}](CLAIMS.md#{anchor(rec['id'])}) | {rec['status']} | {stmt} | "
+            f"{rec['seconds']} | "
             f"{rec.get('timing', '')} |"
         )
     lines += ["", TIMING_NOTE, "", "## Evidence", ""]

@@ -1,0 +1,61 @@
+"""``posflow claims [IDS] [--json | --markdown]``: the claim catalog, from the registry.
+
+The table lists each claim's ID, source tag, statement, assumptions, relaxations, mutants and the
+function that checks it; ``--markdown`` prints exactly the repository's ``CLAIMS.md``
+(:func:`posflow.proofs_checks.catalog.to_markdown`).
+"""
+
+from __future__ import annotations
+
+from posflow.proofs_checks.cli._common import UsageError, print_json
+
+__all__ = ["add_parser", "cmd_claims"]
+
+
+def add_parser(sub) -> None:
+    """Register ``posflow claims``."""
+    c = sub.add_parser("claims", help="print the claim catalog (table, JSON or Markdown)")
+    c.add_argument("ids", nargs="*", metavar="ID", help="claim IDs or prefixes (PB, AT)")
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("--json", action="store_true", help="print the records as JSON")
+    g.add_argument("--markdown", action="store_true", help="print CLAIMS.md")
+    c.set_defaults(func=cmd_claims)
+
+
+def cmd_claims(args) -> int:
+    """Print the catalog of the selected claims (all by default)."""
+    from posflow.proofs_checks import catalog, registry
+
+    try:
+        claims = registry.select(args.ids)
+    except ValueError as exc:
+        raise UsageError(f"ID: {exc}") from None
+    recs = catalog.records(claims)
+    if args.json:
+        print_json(recs, inputs="claims", indent=1)
+    elif args.markdown:
+        print(catalog.to_markdown(recs), end="")
+    else:
+        _print_table(recs)
+    return 0
+
+
+def _print_table(recs) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=f"posflow claims ({len(recs)})")
+    for col in ("ID", "source", "statement", "assumptions", "relaxations", "mutants", "check"):
+        t.add_column(col, overflow="fold")
+    for r in recs:
+        t.add_row(
+            r["id"],
+            escape(r["source"]),
+            escape(r["statement"]),
+            escape("; ".join(r["assumptions"])),
+            escape(", ".join(x["name"] for x in r["relaxations"]) or "—"),
+            escape(", ".join(r["mutants"]) or "—"),
+            r["check"].removeprefix("posflow.proofs_checks."),
+        )
+    Console().print(t)
