@@ -162,12 +162,20 @@ def test_extreme_slopes_and_content_stay_exact_on_every_backend(xp_backend):
     close(diagonal(k1, lam, log=True), diagonal(k0, lam, log=True))
 
 
+def transport_inputs(seed, n_q, n, d, spread):
+    """A seeded Generator and queries (n_q, d), keys and values (n, d), angles (n, d/2)."""
+    rng = np.random.default_rng(seed)
+    q, k, v = (
+        rng.standard_normal((n_q, d)),
+        rng.standard_normal((n, d)),
+        rng.standard_normal((n, d)),
+    )
+    return rng, q, k, v, rng.uniform(-spread, spread, (n, d // 2))
+
+
 def test_generic_transport_matches_numpy(xp_backend):
     name, dev = xp_backend
-    rng = np.random.default_rng(5)
-    n, d = 40, 12
-    q, k, v = rng.standard_normal((6, d)), rng.standard_normal((n, d)), rng.standard_normal((n, d))
-    theta = rng.uniform(-2, 2, (n, d // 2))
+    _, q, k, v, theta = transport_inputs(5, 6, 40, 12, 2.0)
 
     def on(x):
         return backend.asarray(x, name, dev)
@@ -200,10 +208,8 @@ def test_generic_transport_matches_numpy(xp_backend):
 def test_dense_step_transport_matches_numpy(xp_backend):
     # the functions with d×d steps, Householder sweeps and direct route angles: one code path
     name, dev = xp_backend
-    rng = np.random.default_rng(8)
     n, d = 12, 4
-    q, k, v = rng.standard_normal((3, d)), rng.standard_normal((n, d)), rng.standard_normal((n, d))
-    theta = rng.uniform(-3, 3, (n, d // 2))
+    rng, q, k, v, theta = transport_inputs(8, 3, n, d, 3.0)
     steps = np.linalg.qr(rng.standard_normal((n, d, d)))[0]
     w = rng.standard_normal((n, d))
     w /= np.linalg.norm(w, axis=1, keepdims=True)
