@@ -49,7 +49,7 @@ def one_line_error(code, err, *words):
 @needs_dask
 def test_sweep_prints_its_table_resumes_and_shows_it(capsys, spec_file, tmp_path):
     store = tmp_path / "st"
-    code, out, err = run(capsys, spec_file, "--store", store, "--threads", "--workers", "2")
+    code, out, err = run(capsys, spec_file, "--store", store, "--in-process", "--workers", "2")
     assert code == 0, err
     assert "6 tasks: 0 already in" in err
     assert "dichotomy v1: 6 rows" in out
@@ -58,7 +58,7 @@ def test_sweep_prints_its_table_resumes_and_shows_it(capsys, spec_file, tmp_path
     rows = sweep.load_table(store)
     # the table shows the stored numbers, one line per task
     assert f"{rows[0]['results']['p_first']:.6g}" in out
-    code, out2, err = run(capsys, spec_file, "--store", store, "--threads")
+    code, out2, err = run(capsys, spec_file, "--store", store, "--in-process")
     assert code == 0 and "6 already in" in err and "0 computed" in err
     code, shown, _ = run(capsys, "--show", store)
     assert code == 0 and shown == out2
@@ -92,11 +92,11 @@ def test_bad_specs_are_one_line_errors(capsys, tmp_path, text, words):
 @needs_dask
 def test_a_store_of_another_spec_is_refused_unchanged(capsys, spec_file, tmp_path):
     store = tmp_path / "st"
-    assert run(capsys, spec_file, "--store", store, "--threads")[0] == 0
+    assert run(capsys, spec_file, "--store", store, "--in-process")[0] == 0
     before = (store / sweep.STORE_FILE).read_bytes()
     other = tmp_path / "other.toml"
     other.write_text(SPEC.replace("n = 32", "n = 33"), encoding="utf-8")
-    code, _, err = run(capsys, other, "--store", store, "--threads")
+    code, _, err = run(capsys, other, "--store", store, "--in-process")
     one_line_error(code, err, "different spec", str(store))
     assert (store / sweep.STORE_FILE).read_bytes() == before
 
@@ -213,6 +213,6 @@ def test_an_underflowing_result_is_refused_not_written_as_infinity(capsys, tmp_p
     spec = 'experiment = "dichotomy"\n[params]\nn = 8\nlam0 = 1.0\nbeta = 0.0\n[grid]\nT = [2000]\n'
     path = tmp_path / "deep.toml"
     path.write_text(spec)
-    code, _, err = run(capsys, path, "--store", tmp_path / "st", "--threads", "--workers", "1")
+    code, _, err = run(capsys, path, "--store", tmp_path / "st", "--in-process", "--workers", "1")
     one_line_error(code, err, "log_one_minus_p0", "-inf", '"T":2000')
     assert sweep.load_table(tmp_path / "st") == []

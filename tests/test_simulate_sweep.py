@@ -317,7 +317,7 @@ def test_a_sweep_killed_with_sigkill_resumes_with_every_row_once(tmp_path):
         before = dict(con.execute("SELECT key, finished FROM results"))
     assert 3 <= len(before) < 24
     done = subprocess.run(
-        [*cmd, "--threads", "--json"], capture_output=True, text=True, timeout=300
+        [*cmd, "--in-process", "--json"], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     assert f"{len(before)} already in {store}, {24 - len(before)} computed" in done.stderr

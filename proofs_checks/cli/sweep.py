@@ -1,7 +1,7 @@
 """``posflow sweep``: run a resumable parameter sweep on Dask, or show a sweep's table.
 
     posflow sweep SPEC.toml [--scheduler ADDRESS] [--workers N] [--store DIR] [--backend B]
-                            [--device D] [--threads] [--connect-timeout S] [--json]
+                            [--device D] [--in-process] [--connect-timeout S] [--json]
     posflow sweep --show STORE [--json]
 
 dask.distributed is imported only when a sweep runs, so ``posflow`` works without it (a missing
@@ -53,7 +53,7 @@ def add_parser(sub) -> None:
     p.add_argument("--backend", default="numpy", help="numpy (default), torch or cupy")
     p.add_argument("--device", help="device of the backend, e.g. cuda:0")
     p.add_argument(
-        "--threads", action="store_true", help="local workers as threads of this process"
+        "--in-process", action="store_true", help="local workers as threads of this process"
     )
     p.add_argument(
         "--connect-timeout",
@@ -156,7 +156,7 @@ def cmd_sweep(args) -> int:
             workers=args.workers,
             backend=args.backend,
             device=args.device,
-            processes=not args.threads,
+            processes=not args.in_process,
             progress=not args.json,
             timeout=args.connect_timeout,
         )
