@@ -17,7 +17,9 @@ from posflow.proofs_checks.cli._common import Parser, UsageError, one_line
 __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 # modules of this package, each with add_parser(subparsers); none imports torch or dask at load
-SUBCOMMANDS = ("verify", "claims", "rollout", "counterexample", "measure", "extrapolate", "sweep")
+SUBCOMMANDS = (
+    "verify", "claims", "rollout", "counterexample", "measure", "models", "extrapolate", "sweep",
+)  # fmt: skip
 
 
 def build_parser() -> Parser:

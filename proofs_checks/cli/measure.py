@@ -7,7 +7,6 @@ runs, so ``posflow`` works without them.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from posflow.proofs_checks.cli._common import (
@@ -22,16 +21,16 @@ from posflow.proofs_checks.cli._common import (
 __all__ = ["add_parser", "cmd_measure", "load_model", "run_measure"]
 
 NEEDS_TORCH = (
-    "posflow measure needs torch: pip install torch==2.13.0 'transformers>=4.40' "
+    "posflow measure needs torch: pip install torch==2.13.0 'transformers>=5' "
     "(or pip install 'posflow[torch]')"
 )
-HF_FAMILIES = ("gpt2", "bloom", "falcon", "mpt", "llama")
 
 CONVENTIONS = """\
 MODEL is a posflow checkpoint (.pt, from `posflow measure --train` or simulate.models.train),
-a Hugging Face checkpoint directory (config.json; families gpt2, bloom, falcon, mpt, llama, run
-with eager attention in float32), or omitted with --train (train the default small ALiBi LM on
-the Python standard library, cached in $XDG_CACHE_HOME/posflow or ~/.cache/posflow).
+an installed model (`posflow models list`; e.g. smollm2-135m), a Hugging Face checkpoint
+directory (config.json) or a .gguf file (families gpt2, bloom, falcon, mpt, llama, run with eager
+attention in float32), or omitted with --train (train the default small ALiBi LM on the Python
+standard library, cached in the per-user cache, <user cache>/models).
 
 Measured on N held-out sequences of n tokens (bytes for posflow models and for Hugging Face
 checkpoints without a tokenizer):
@@ -64,58 +63,32 @@ def _torch_available() -> bool:
 
 
 def load_model(spec: str):
-    """(model, kind, tokenizer, training record) for a checkpoint file or a HF directory."""
+    """(model, kind, tokenizer, training record) for a posflow checkpoint file, an installed
+    model name, a Hugging Face checkpoint folder or a ``.gguf`` file."""
+    from posflow.simulate.models.hub import KNOWN_MODELS
+
     path = Path(spec)
-    if path.is_file():
+    if spec not in KNOWN_MODELS and path.is_file() and path.suffix != ".gguf":
         from posflow.simulate.models.train import load_checkpoint
 
         model, record = load_checkpoint(path)
         return model, "posflow", None, record
-    if path.is_dir() and (path / "config.json").is_file():
-        try:
-            import transformers
-        except ImportError as exc:
-            raise ValueError(
-                "reading a Hugging Face checkpoint needs transformers: pip install "
-                "'transformers>=4.40'"
-            ) from exc
-        try:
-            kind = json.loads((path / "config.json").read_text(encoding="utf-8")).get("model_type")
-        except (json.JSONDecodeError, AttributeError) as exc:
-            raise ValueError(f"{spec!r}: config.json is not a JSON object") from exc
-        if kind not in HF_FAMILIES:
-            raise ValueError(
-                f"unsupported architecture {kind!r} in {spec!r}; supported Hugging Face "
-                f"families: {', '.join(HF_FAMILIES)}"
-            )
-        import torch
+    try:
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(
+            "reading a Hugging Face model needs transformers: pip install 'posflow[torch]'"
+        ) from exc
+    from posflow.simulate.models.hub import load_pretrained
 
-        hf_log = transformers.utils.logging
-        bars, level = hf_log.is_progress_bar_enabled(), hf_log.get_verbosity()
-        hf_log.disable_progress_bar()  # keep stderr for one-line errors
-        hf_log.set_verbosity_error()
-        try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(
-                path, attn_implementation="eager", dtype=torch.float32
-            )
-        except (OSError, RuntimeError, ValueError, KeyError) as exc:
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"could not load the checkpoint {spec!r}: {msg}") from exc
-        finally:
-            if bars:
-                hf_log.enable_progress_bar()
-            hf_log.set_verbosity(level)
-        tok = None
-        if any(
-            (path / f).is_file()
-            for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-        ):
-            tok = transformers.AutoTokenizer.from_pretrained(path)
-        return model.eval(), kind, tok, {}
-    raise ValueError(
-        f"MODEL must be a posflow checkpoint file or a Hugging Face checkpoint directory with "
-        f"config.json; got {spec!r}"
-    )
+    if spec not in KNOWN_MODELS and not path.exists():
+        raise ValueError(
+            f"MODEL must be a posflow checkpoint file, an installed model "
+            f"({', '.join(KNOWN_MODELS)}), a Hugging Face checkpoint folder or a .gguf file; "
+            f"got {spec!r}"
+        )
+    model, kind, tok = load_pretrained(spec)
+    return model, kind, tok, {}
 
 
 def _sequences(args, model, tokenizer, record):
@@ -198,6 +171,10 @@ def cmd_measure(args) -> int:
     """Measure a checkpoint (or the cached ``--train`` model) and compare predictions (PB15)."""
     if not _torch_available():
         raise UsageError(NEEDS_TORCH)
+    if args.model_option is not None:
+        if args.model is not None:
+            raise UsageError("give MODEL or --model MODEL, not both")
+        args.model = args.model_option
     if (args.model is None) == (not args.train):
         raise UsageError("give either MODEL (a checkpoint) or --train, not both or neither")
     if args.n < 2:
@@ -261,8 +238,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "model",
         nargs="?",
         metavar="MODEL",
-        help="posflow checkpoint file or Hugging Face checkpoint directory",
+        help="posflow checkpoint, installed model name, HF checkpoint folder or .gguf file",
     )
+    p.add_argument("--model", dest="model_option", metavar="MODEL", help="the same as MODEL")
     p.add_argument(
         "--train",
         action="store_true",

