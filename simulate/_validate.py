@@ -84,3 +84,27 @@ def ensure_fits(shape: Sequence[int], name: str, *, copies: int = 1) -> None:
             f"array but only {avail / 2**30:.1f} GiB is available; use a vector chain "
             "(influence / apply_left) instead"
         )
+
+
+def read_text(path, name: str, max_bytes: int) -> str:
+    """The UTF-8 text of file ``path``, read only when it is at most ``max_bytes`` long.
+
+    Bounded before reading, so a huge or binary file costs nothing. Raises ValueError naming
+    ``name`` (the argument or role of the file): missing, too large, unreadable or not UTF-8.
+    """
+    text = str(path)
+    if not os.path.isfile(text):
+        raise ValueError(f"{name}: no such file {text!r} (it does not exist)")
+    size = os.stat(text).st_size
+    if size > max_bytes:
+        raise ValueError(
+            f"{name}: {text!r} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB "
+            "is read"
+        )
+    try:
+        with open(text, "rb") as fh:
+            return fh.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{name}: {text!r} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot read {text!r} ({exc.strerror})") from None

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from posflow.simulate._sweep_experiments import EXPERIMENTS, Experiment
+from posflow.simulate._validate import read_text
 
 __all__ = [
     "EXPERIMENTS",
@@ -210,17 +211,7 @@ def _check_memory(spec: SweepSpec, source: str) -> None:
 def load_spec(path) -> SweepSpec:
     """Read and validate a TOML spec file (see :func:`parse_spec`)."""
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"spec file {str(path)!r} does not exist")
-    size = path.stat().st_size
-    if size > MAX_SPEC_BYTES:
-        raise ValueError(
-            f"spec {str(path)!r} is {size} bytes; a spec is at most {MAX_SPEC_BYTES} bytes"
-        )
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"spec {str(path)!r} is not UTF-8 text") from None
+    text = read_text(path, "spec", MAX_SPEC_BYTES)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

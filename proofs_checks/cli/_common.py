@@ -232,23 +232,14 @@ def export_target(arg: str, path, suffix: str = ".py") -> tuple[Path, bool]:
 
 
 def read_text_file(arg: str, path, max_bytes: int) -> str:
-    """The UTF-8 text of file ``path`` (option ``arg``), refused above ``max_bytes``."""
-    text = str(path)
-    p = Path(text)
-    if not p.is_file():
-        raise UsageError(f"{arg}: no such file {text!r}")
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise UsageError(
-            f"{arg}: {text!r} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB "
-            "is read"
-        )
+    """The UTF-8 text of file ``path`` (option ``arg``), refused above ``max_bytes``
+    (:func:`posflow.simulate._validate.read_text`, as a usage error)."""
+    from posflow.simulate._validate import read_text
+
     try:
-        return p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{arg}: {text!r} is not UTF-8 text") from None
-    except OSError as exc:
-        raise UsageError(f"{arg}: cannot read {text!r} ({exc.strerror})") from None
+        return read_text(path, arg, max_bytes)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _no_constant(name):
