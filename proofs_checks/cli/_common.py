@@ -20,6 +20,7 @@ from pathlib import Path
 __all__ = [
     "Parser",
     "UsageError",
+    "add_threads_option",
     "bad_input",
     "ensure_memory",
     "export_target",
@@ -229,6 +230,17 @@ def export_target(arg: str, path, suffix: str = ".py") -> tuple[Path, bool]:
 
 # ------------------------------------------------------------------------------------------
 # input files and sizes
+
+
+def add_threads_option(parser) -> None:
+    """``--threads N`` (an integer >= 1; default: the free cores), applied with
+    :func:`posflow.simulate._threads.set_threads` to torch, BLAS and numba alike."""
+    parser.add_argument(
+        "--threads",
+        type=integer(1),
+        metavar="N",
+        help="CPU threads of torch, BLAS and numba (default: the free cores)",
+    )
 
 
 def read_text_file(arg: str, path, max_bytes: int) -> str:

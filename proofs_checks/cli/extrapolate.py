@@ -11,6 +11,7 @@ from pathlib import Path
 
 from posflow.proofs_checks.cli._common import (
     UsageError,
+    add_threads_option,
     integer,
     output_dir,
     output_file,
@@ -168,12 +169,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--eval-tokens", type=int, help="evaluation tokens per length (default 8192)")
     p.add_argument("--chunk", type=int, help="queries per attention chunk (default 512)")
     p.add_argument("--device", help="torch device: cpu (default), cuda, cuda:1")
-    p.add_argument(
-        "--threads",
-        type=integer(1),
-        metavar="N",
-        help="CPU threads of torch, BLAS and numba (default: the free cores)",
-    )
+    add_threads_option(p)
     p.add_argument("--store", metavar="DIR", help="run store (default: the per-user cache when "
                    "training, the committed run with --results)")  # fmt: skip
     p.add_argument("--results", action="store_true", help="print the saved table; train nothing")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from posflow.proofs_checks.cli._common import (
     UsageError,
+    add_threads_option,
     bad_input,
     integer,
     output_file,
@@ -268,12 +269,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--batch-size", type=integer(1), help="sequences per forward pass (default: auto)"
     )
-    p.add_argument(
-        "--threads",
-        type=integer(1),
-        metavar="N",
-        help="CPU threads of torch, BLAS and numba (default: the free cores)",
-    )
+    add_threads_option(p)
     p.add_argument(
         "--content-scale",
         choices=("sqrt_d", "raw"),

@@ -12,6 +12,7 @@ import sys
 
 from posflow.proofs_checks.cli._common import (
     UsageError,
+    add_threads_option,
     integer,
     one_line,
     output_dir,
@@ -33,12 +34,7 @@ def add_parser(sub) -> None:
     v.add_argument(
         "--seed", type=integer(0), default=0, help="seed of random inputs, >= 0 (default 0)"
     )
-    v.add_argument(
-        "--threads",
-        type=integer(1),
-        metavar="N",
-        help="CPU threads of numba, BLAS and torch (default: the free cores)",
-    )
+    add_threads_option(v)
     v.add_argument(
         "--isolate",
         action="store_true",
