@@ -9,6 +9,7 @@ the code. Each claim has a heading, so ``CLAIMS.md#pb3`` links to its entry.
 
 from __future__ import annotations
 
+from posflow.proofs_checks.mutants import mutants_of
 from posflow.proofs_checks.registry import Claim, all_claims
 
 __all__ = ["SOURCES", "anchor", "records", "to_markdown"]
@@ -20,6 +21,8 @@ SOURCES = {
     "D": "a statement derived from the papers' definitions (their theorem texts were not "
     "available)",
     "ours": "a result of this project, proved or derived here",
+    "convention": "a convention of this code (a definition checked for consistency), not a "
+    "claim of either paper",
 }
 
 _HEADER = """# The claim catalog
@@ -57,7 +60,7 @@ def records(claims: list[Claim] | None = None) -> list[dict]:
     """
     out = []
     for c in all_claims() if claims is None else claims:
-        mutants = getattr(c, "mutants", None) or {}
+        mutants = [m.name for m in mutants_of(c.id)]
         out.append({
             "id": c.id,
             "source": c.source,
@@ -95,6 +98,6 @@ def to_markdown(recs: list[dict] | None = None) -> str:
                 f"`{x['name']}` (drops: {x['drops']})" for x in r["relaxations"]))  # fmt: skip
         else:
             lines.append("- relaxations: none")
-        lines.append("- mutants: " + (", ".join(f"`{m}`" for m in r["mutants"]) or "none yet"))
+        lines.append("- mutants: " + (", ".join(f"`{m}`" for m in r["mutants"]) or "none"))
         lines.append(f"- checked by: `{r['check']}` (`posflow verify {r['id']}`)")
     return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ import numpy as np
 
 from posflow.proofs_checks._common import verdict
 from posflow.proofs_checks.extrapolation_common import claim_rng, plain
-from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.proofs_checks.registry import Context, LegacyEvidence, register
 from posflow.simulate.orthogonal import rope_frequencies, rotate_blocks, so2_matrices
 from posflow.simulate.transport import (
     frame_prefix,
@@ -44,7 +44,7 @@ def _dense_scores(q, k, steps, route="from_source"):
     "zero-initialised learned angles reproduce RoPE; the PaTH update k ← k - β(k·w)w equals H k",
     assumptions=("float64",),
 )
-def at18(ctx: Context) -> Evidence:
+def at18(ctx: Context) -> LegacyEvidence:
     """Claim AT18: the fast implementations equal dense route products to 1e-10.
 
     Suffix-sum rotations, ``so2_scores``, inverse output rotation of values,
@@ -115,7 +115,7 @@ def at18(ctx: Context) -> Evidence:
             ].max()
         )
     worst = max(err.values())
-    return Evidence(
+    return LegacyEvidence(
         verdict(worst <= TOL_AT18),
         plain({"n": n, "d": d, "tolerance": TOL_AT18, "max_abs_error": err}),
         summary=f"{len(err)} identities against dense route products (n = {n}, d = {d}): worst "

@@ -21,7 +21,7 @@ from posflow.proofs_checks.extrapolation_common import (
     plain,
     z_limit,
 )
-from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.proofs_checks.registry import Context, LegacyEvidence, register
 from posflow.simulate.orthogonal import HaarLaw, HouseholderLaw, SO2BlockLaw, haar
 from posflow.theory import transport as th
 
@@ -35,7 +35,7 @@ _SCALE_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
     "E sin Σθ = 0",
     assumptions=("θ_l i.i.d. Unif[-a, a]",),
 )
-def at1(ctx: Context) -> Evidence:
+def at1(ctx: Context) -> LegacyEvidence:
     """Claim AT1: E cos Σ_{l≤L} θ_l = (sin a/a)^L and E sin Σθ_l = 0 for θ_l ~ Unif[-a, a].
 
     exact: ``posflow.theory.transport.angle_characteristic("uniform")`` (sympy integration; the sum
@@ -89,7 +89,7 @@ def at1(ctx: Context) -> Evidence:
         save(fig, path)
 
     figs = save_figure(ctx, "AT1_decay.png", draw)
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -135,7 +135,7 @@ def _exact_means() -> dict:
     "γ = ‖E M‖_op < 1 (spectral gap)",
     assumptions=("steps i.i.d.", "spectral gap γ = ‖E M‖_op < 1"),
 )
-def at2(ctx: Context) -> Evidence:
+def at2(ctx: Context) -> LegacyEvidence:
     """Claim AT2: E[M_L ⋯ M_1] = (E M)^L and ‖(E M)^L‖ ≤ γ^L for i.i.d. steps.
 
     Laws: SO(2) blocks (a = 0.5, 1, 2), Haar O(4), Householder (d = 4, β = 1); exact E M from
@@ -174,7 +174,7 @@ def at2(ctx: Context) -> Evidence:
             "mc_floor_sqrt_d_over_N": float(np.sqrt(law.d / N)),
             "holds": holds,
         }
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain({"samples_N": N, "L_max": L_max, "z_limit": zlim, "laws": rows}),
         summary=f"Ê[M_L⋯M_1] matches (E M)^L entrywise (worst "
@@ -190,7 +190,7 @@ def at2(ctx: Context) -> Evidence:
     "Haar O(d) steps have E M = 0 (one step mixes fully)",
     assumptions=("M ~ Haar on O(d) (or SO(d), d ≥ 2)",),
 )
-def at3(ctx: Context) -> Evidence:
+def at3(ctx: Context) -> LegacyEvidence:
     """Claim AT3: Haar steps have E M = 0.
 
     Entries of Ê M over N Haar matrices (d = 2, 8, 32 and SO(8); full adds d = 64) against 0 with
@@ -216,7 +216,7 @@ def at3(ctx: Context) -> Evidence:
             "op_norm_over_2_over_sqrtN": op * np.sqrt(N) / 2,
             "holds": holds,
         }
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain({"samples_N": N, "z_limit": zlim, "cases": rows}),
         summary=f"‖Ê M‖_op ≈ 2/√N (random-matrix scale) ≤ 4√(d/N); worst entry "
@@ -232,7 +232,7 @@ def at3(ctx: Context) -> Evidence:
     "H is orthogonal iff β ∈ {0, 2}; eigenvalues {1,…,1, 1-β}",
     assumptions=("w uniform on S^{d-1}", "β fixed"),
 )
-def at4(ctx: Context) -> Evidence:
+def at4(ctx: Context) -> LegacyEvidence:
     """Claim AT4: Householder steps H = I - β w wᵀ: E H = (1 - β/d) I, spectrum {1, …, 1, 1 - β},
     orthogonal iff β ∈ {0, 2}.
 
@@ -285,7 +285,7 @@ def at4(ctx: Context) -> Evidence:
             "orthogonal_numeric": orth,
             "holds": holds,
         }
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain({"sympy_d3": sym, "d": d, "samples_N": N, "z_limit": zlim, "betas": rows}),
         summary=f"sympy (d = 3): E H = (1 - β/3) I, orthogonal iff β ∈ {{0, 2}}, spectrum "

@@ -17,7 +17,7 @@ from posflow.proofs_checks.extrapolation_common import (
     plain,
     z_limit,
 )
-from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.proofs_checks.registry import Context, LegacyEvidence, register
 from posflow.simulate.orthogonal import HouseholderLaw, SO2BlockLaw, haar, rotate_blocks
 from posflow.simulate.transport import householder_scores, orthogonal_scores, so2_scores
 from posflow.theory import transport as th
@@ -29,7 +29,7 @@ from posflow.theory import transport as th
     "Lévy concentration (Haar): Pr(|⟨u, e1⟩| > ε) ≤ 2 exp(-d ε²/2); the fitted exponent is ∝ d",
     assumptions=("u = P k/‖k‖ with P Haar on O(d)",),
 )
-def at7(ctx: Context) -> Evidence:
+def at7(ctx: Context) -> LegacyEvidence:
     """Claim AT7: Pr(|⟨u, e_1⟩| > ε) ≤ 2 exp(-d ε²/2) for Haar-transported unit keys; exponent ∝ d.
 
     Monte Carlo (d = 4…32, full to 64) against the exact Beta tail (``sphere_coordinate_tail``)
@@ -72,7 +72,7 @@ def at7(ctx: Context) -> Evidence:
     per_d = np.array(kappas) / np.array(dims)
     spread = float(per_d.max() / per_d.min())
     ok &= spread <= 1.5
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -97,7 +97,7 @@ def at7(ctx: Context) -> Evidence:
     "Hoeffding for mixed SO(2) blocks: Pr(|s| > t) ≤ 2 exp(-t² / (2 Σ_b ‖q_b‖²‖k_b‖²))",
     assumptions=("block phases independent and uniform (fully mixed)",),
 )
-def at8(ctx: Context) -> Evidence:
+def at8(ctx: Context) -> LegacyEvidence:
     """Claim AT8: Hoeffding tail for a score of fully mixed SO(2) blocks (d = 96).
 
     Scores qᵀR(ψ)k with uniform block phases for Gaussian and balanced q, k; Monte Carlo tail
@@ -135,7 +135,7 @@ def at8(ctx: Context) -> Evidence:
             "min_slack": slack,
         }
     g = rows["gaussian_q_k"]
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain({"d": d, "samples_N": N, "z_limit": zlim, "cases": rows}),
         summary=f"d = {d}, N = {N:,} fully mixed scores: every Monte Carlo tail is below the "
@@ -150,7 +150,7 @@ def at8(ctx: Context) -> Evidence:
     "score gap: the largest of M far scores grows like √(log M / d), so the near score stands out",
     assumptions=("far keys fully mixed (independent uniform block phases)",),
 )
-def at9(ctx: Context) -> Evidence:
+def at9(ctx: Context) -> LegacyEvidence:
     """Claim AT9: the largest of M far scores grows like √(ln M/d).
 
     d = 32, balanced unit query, M ∈ {10², 10³, 10⁴} fully mixed far keys; verdict: exceedances
@@ -191,7 +191,7 @@ def at9(ctx: Context) -> Evidence:
     scaled = np.array(medians) / np.sqrt(np.log(list(reps)) / d)
     spread = float(scaled.max() / scaled.min())
     ok &= bool(np.all(np.diff(medians) > 0)) and spread <= 1.15
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -227,7 +227,7 @@ def _far_mass_and_grad(x, K):
     "attained, → 1 as M → ∞",
     assumptions=("every logit in [-λ, λ]",),
 )
-def at10(ctx: Context) -> Evidence:
+def at10(ctx: Context) -> LegacyEvidence:
     """Claim AT10: ρ_D ≥ M/(M + K e^{2λ}) for logits in [-λ, λ], attained, → 1.
 
     sympy (``far_mass_derivation``), the digest's values at λ = 3, K = 4, attainment at the
@@ -287,7 +287,7 @@ def at10(ctx: Context) -> Evidence:
         and tight
         and bool(np.all(np.diff(bounds) > 0))
     )
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -316,7 +316,7 @@ def at10(ctx: Context) -> Evidence:
     "orthogonal transport never changes the logit bound: |qᵀPk| ≤ ‖q‖‖k‖",
     assumptions=("P orthogonal",),
 )
-def at11(ctx: Context) -> Evidence:
+def at11(ctx: Context) -> LegacyEvidence:
     """Claim AT11: |qᵀPk| ≤ ‖q‖‖k‖ for orthogonal P (the logit bound does not depend on P).
 
     Random P of three laws (Haar, SO(2) blocks, reflections) and whole accumulated score
@@ -355,7 +355,7 @@ def at11(ctx: Context) -> Evidence:
     attained = float(qh @ HouseholderLaw(d, 2.0, w=u).mean() @ kh)
     worst = max(ratios.values())
     ok = worst <= 1 + 1e-12 and abs(attained - 1) <= 1e-12
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain({"d": d, "samples_N": N, "max_ratio": ratios, "attained_ratio": attained}),
         summary=f"max |qᵀPk|/(‖q‖‖k‖) = {worst:.16f} over {N:,} random orthogonal P of three laws "

@@ -21,7 +21,7 @@ from posflow.proofs_checks.extrapolation_common import (
     stylized_table,
     z_limit,
 )
-from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.proofs_checks.registry import Context, LegacyEvidence, register
 from posflow.theory import transport as th
 
 MUCH_SMALLER = 0.5  # AT19: "Q/K/V ≪ Q/K" is read as "at most half"
@@ -68,7 +68,7 @@ def _far_mass_panel(ax, table, title: str) -> None:
     "every rotation law",
     assumptions=("logits bounded by λ = ‖q‖‖k‖ scale", "no far-mass control (no bias)"),
 )
-def at12(ctx: Context) -> Evidence:
+def at12(ctx: Context) -> LegacyEvidence:
     """Claim AT12: the near-signal coefficient of rotation-only attention → 0 as L grows.
 
     Stylized sweep (:func:`posflow.proofs_checks.extrapolation_common.stylized_table`), every
@@ -104,7 +104,7 @@ def at12(ctx: Context) -> Evidence:
             "holds": holds,
         }
     L_star = float(window * np.exp(2 * lam))
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -129,7 +129,7 @@ def at12(ctx: Context) -> Evidence:
     "ALiBi keeps far mass bounded independently of context length",
     assumptions=("ALiBi slope m > 0", "content logits in [-λ, λ]"),
 )
-def at13(ctx: Context) -> Evidence:
+def at13(ctx: Context) -> LegacyEvidence:
     """Claim AT13: ALiBi keeps far mass bounded independently of L.
 
     exact: ``alibi_far_mass_derivation`` (sympy) and ``alibi_far_mass_bound`` (m = 0.25, W = 16,
@@ -196,7 +196,7 @@ def at13(ctx: Context) -> Evidence:
         save(fig, path)
 
     figs = save_figure(ctx, "AT13_far_mass.png", draw)
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -228,7 +228,7 @@ def at13(ctx: Context) -> Evidence:
     "and Q/K/V rotations; bounded for ALiBi; output error Q/K/V ≪ Q/K",
     assumptions=("the stylized model's default parameters (d = 96, λ = 8, W = 64, m = 2⁻⁴)",),
 )
-def at19(ctx: Context) -> Evidence:
+def at19(ctx: Context) -> LegacyEvidence:
     """Claim AT19: stylized comparison — far mass → 1 for rotation-only schemes, bounded for ALiBi,
     and Q/K/V ≪ Q/K.
 
@@ -326,7 +326,7 @@ def at19(ctx: Context) -> Evidence:
             "coherent residual)"
         ]
     )
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {

@@ -20,7 +20,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from posflow.proofs_checks.extrapolation_common import SCHEME_COLORS, SCHEME_LABELS, plain
-from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context, Evidence, register
+from posflow.proofs_checks.registry import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    Context,
+    LegacyEvidence,
+    register,
+)
 from posflow.simulate.models.store import COMMITTED_STORE, load_results, user_store
 
 __all__ = [
@@ -225,7 +232,7 @@ def plot_extrapolation(rows, path, title: str | None = None) -> Path:
     "perplexity well beyond the training length; rotation-only eventually degrades",
     assumptions=("posflow's CPU-sized byte-level runs (posflow extrapolate)",),
 )
-def at20(ctx: Context) -> Evidence:
+def at20(ctx: Context) -> LegacyEvidence:
     """Claim AT20: judge [B]'s orderings on the saved train-short/test-long results.
 
     Reads the committed run :data:`COMMITTED_STORE` (read-only package data). Only when
@@ -240,7 +247,7 @@ def at20(ctx: Context) -> Evidence:
         store = user_store()
         rows = run_extrapolation(ExtrapolationConfig(), store)
     if not rows:
-        return Evidence(
+        return LegacyEvidence(
             INCONCLUSIVE,
             {"store": str(store)},
             summary=f"no saved results in {store}; produce them with `posflow extrapolate` "
@@ -270,4 +277,4 @@ def at20(ctx: Context) -> Evidence:
         },
     }
     summary = "; ".join(f"{s['name']} {s['status']}: {s['detail']}" for s in subs)
-    return Evidence(status, plain(measured), figs, summary=summary)
+    return LegacyEvidence(status, plain(measured), figs, summary=summary)

@@ -22,7 +22,7 @@ from posflow.proofs_checks.extrapolation_common import (
     plain,
     z_limit,
 )
-from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.proofs_checks.registry import Context, LegacyEvidence, register
 from posflow.simulate.orthogonal import SO2BlockLaw
 from posflow.simulate.transport import empirical_route_mean, so2_value_output, wrap_angle
 from posflow.theory import transport as th
@@ -66,7 +66,7 @@ def _far_residual_sq(law, weights, values, gap, trials, rng, rotate=True) -> np.
         "commuting (SO(2)-block) value steps",
     ),
 )
-def at14(ctx: Context) -> Evidence:
+def at14(ctx: Context) -> LegacyEvidence:
     """Claim AT14: E‖Σ a_j P_j v_j‖² ≤ (1+|c|)/(1-|c|) Σ a_j²‖v_j‖² for random SO(2) value steps.
 
     Three cases (the digest's, Dirichlet weights, four blocks): Monte Carlo through
@@ -122,7 +122,7 @@ def at14(ctx: Context) -> Evidence:
             "holds": holds,
         }
     first = next(iter(rows.values()))
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -144,7 +144,7 @@ def at14(ctx: Context) -> Evidence:
     "with value rotation the far residual shrinks like M^{-1/2}; without, it does not shrink",
     assumptions=("uniform far weights ρ/M", "mixed SO(2) value blocks (|c| < 1)"),
 )
-def at15(ctx: Context) -> Evidence:
+def at15(ctx: Context) -> LegacyEvidence:
     """Claim AT15: with value rotation the far residual shrinks like M^{-1/2}; without, not at all.
 
     Uniform far weights 1/M, identical values, one block θ ~ Unif[-1, 1]; RMS residual over
@@ -210,7 +210,7 @@ def at15(ctx: Context) -> Evidence:
         save(fig, path)
 
     figs = save_figure(ctx, "AT15_value_scaling.png", draw)
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -244,7 +244,7 @@ def at15(ctx: Context) -> Evidence:
     "the training length leave the trained range",
     assumptions=("θ_b ≡ f_b (deterministic)",),
 )
-def at16(ctx: Context) -> Evidence:
+def at16(ctx: Context) -> LegacyEvidence:
     """Claim AT16: deterministic (RoPE) angles have no spectral gap and leave the trained phases.
 
     |E e^{iLf_b}| = 1 (sympy and numeric), γ = 1 and undecayed route means from simulate;
@@ -283,7 +283,7 @@ def at16(ctx: Context) -> Evidence:
         and all(outside[str(D)] > 0 for D in probe if D > L_train)
         and float_agree
     )
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -311,7 +311,7 @@ def at16(ctx: Context) -> Evidence:
     "zero-mean ones converge to uniform phases",
     assumptions=("θ i.i.d.",),
 )
-def at17(ctx: Context) -> Evidence:
+def at17(ctx: Context) -> LegacyEvidence:
     """Claim AT17: positive-mean angles drift like RoPE; zero-mean ones converge to uniform phases.
 
     Fast block f = 1: zero-mean phases uniform at n = 512 and 8192 (KS); slow block f = 0.003:
@@ -374,7 +374,7 @@ def at17(ctx: Context) -> Evidence:
         and p["positive_slow_512_vs_8192"] < alpha
         and z_max <= zlim
     )
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {

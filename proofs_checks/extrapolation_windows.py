@@ -12,7 +12,7 @@ from scipy import stats
 
 from posflow.proofs_checks._common import save_figure, verdict
 from posflow.proofs_checks.extrapolation_common import claim_rng, plain, z_limit
-from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.proofs_checks.registry import Context, LegacyEvidence, register
 from posflow.simulate.orthogonal import SO2BlockLaw
 from posflow.simulate.transport import empirical_route_mean, so2_scores
 from posflow.simulate.transport import mixing_window as sim_window
@@ -26,7 +26,7 @@ from posflow.theory import transport as th
     "a far score at distance ≥ W is the same at L = 512 and L = 65536",
     assumptions=("steps i.i.d. with spectral gap γ < 1",),
 )
-def at5(ctx: Context) -> Evidence:
+def at5(ctx: Context) -> LegacyEvidence:
     """Claim AT5: the mixing window depends on the step law only, not on the context length.
 
     Law Unif[-1, 1] on two SO(2) blocks: W(0.01) from ``theory`` and ``simulate`` agree; far
@@ -60,7 +60,7 @@ def at5(ctx: Context) -> Evidence:
         and gamma**W <= eps < gamma ** (W - 1)
         and min(ks_fixed.pvalue, ks_far.pvalue) > alpha
     )
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {
@@ -93,7 +93,7 @@ _AT6_WINDOWS = (26.7, 39.6, 58.6)
     "block: W_b ≈ 6 ln(1/ε)/f_b²; blocks mixed below 0.1 at n = 512 / 8192 / 65536: 10 / 17 / 23",
     assumptions=("θ_b ~ Unif[-f_b, f_b] i.i.d.", "f_b = 10^{-4·2b/96}"),
 )
-def at6(ctx: Context) -> Evidence:
+def at6(ctx: Context) -> LegacyEvidence:
     """Claim AT6: per-block windows W_b ≈ 6 ln(1/ε)/f_b² at d_h = 96, and 10 / 17 / 23 blocks
     mixed below 0.1 at n = 512 / 8192 / 65536.
 
@@ -180,7 +180,7 @@ def at6(ctx: Context) -> Evidence:
         save(fig, path)
 
     figs = save_figure(ctx, "AT6_windows.png", draw)
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         plain(
             {

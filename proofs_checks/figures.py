@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-__all__ = ["COLORS", "plot_profile", "plot_profiles", "save"]
+__all__ = ["COLORS", "plot_profile", "plot_profiles", "render", "save"]
 
 COLORS = {
     "attention_only": "#D55E00",
@@ -69,4 +69,64 @@ def plot_profile(p, title: str, path) -> Path:
     ax.set_title(title)
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
+    return save(fig, path)
+
+
+def _color(name):
+    if name is None:
+        return None
+    return COLORS.get(name, name)
+
+
+def _draw_panel(ax, panel) -> None:
+    if panel.image is not None:
+        im = ax.imshow(np.asarray(panel.image, dtype=float), aspect="auto", origin="lower")
+        ax.figure.colorbar(im, ax=ax, label=panel.image_label)
+    for s in panel.series:
+        x, y, c = np.asarray(s.x), np.asarray(s.y), _color(s.color)
+        label = s.label or None
+        if s.kind == "band":
+            lo = np.asarray(s.lo if s.lo is not None else y)
+            hi = np.asarray(s.hi if s.hi is not None else y)
+            ax.fill_between(x, lo, hi, color=c, alpha=0.25, lw=0, label=label)
+        elif s.kind == "errorbar":
+            ax.errorbar(x, y, yerr=s.yerr, fmt="o", ms=3, capsize=2, color=c, label=label)
+        elif s.kind == "markers":
+            ax.plot(x, y, "o", ms=3.5, color=c, label=label)
+        elif s.kind == "step":
+            ax.step(x, y, where="mid", color=c, lw=1.4, ls=s.style, label=label)
+        else:
+            ax.plot(x, y, color=c, lw=1.5, ls=s.style, label=label)
+    for value, label in panel.hlines:
+        ax.axhline(value, color="0.4", lw=0.9, ls="--", label=label or None)
+    for value, label in panel.vlines:
+        ax.axvline(value, color="0.4", lw=0.9, ls=":", label=label or None)
+    if panel.logx:
+        ax.set_xscale("log")
+    if panel.logy:
+        ax.set_yscale("log")
+    if panel.ylim is not None:
+        ax.set_ylim(*panel.ylim)
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    if panel.title:
+        ax.set_title(panel.title, fontsize=10)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(frameon=False, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+def render(figure, path) -> Path:
+    """Draw a :class:`~posflow.proofs_checks.evidence.Figure` spec (panels side by side, at most
+    three per row) and save it as a PNG."""
+    k = len(figure.panels)
+    cols = min(k, 3)
+    rows = -(-k // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.5 * rows), squeeze=False)
+    for ax, panel in zip(axes.flat, figure.panels, strict=False):
+        _draw_panel(ax, panel)
+    for ax in list(axes.flat)[k:]:
+        ax.set_visible(False)
+    fig.suptitle(figure.title, fontsize=11)
+    fig.tight_layout()
     return save(fig, path)

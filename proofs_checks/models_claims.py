@@ -15,9 +15,9 @@ import math
 import numpy as np
 
 from posflow.proofs_checks._common import save_figure, verdict
-from posflow.proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
+from posflow.proofs_checks.registry import INCONCLUSIVE, Context, LegacyEvidence, register
 
-_NO_TORCH = Evidence(INCONCLUSIVE, summary="torch not installed")
+_NO_TORCH = LegacyEvidence(INCONCLUSIVE, summary="torch not installed")
 
 
 def _torch():
@@ -43,7 +43,7 @@ def _held_out(record: dict, n: int, count: int, seed: int) -> np.ndarray:
     "without: W1(residual-aware, measured) < W1(attention-only, measured), Spearman higher",
     assumptions=("a causal LM trained locally (posflow's ALiBi LM on the standard library)",),
 )
-def pb15(ctx: Context) -> Evidence:
+def pb15(ctx: Context) -> LegacyEvidence:
     if _torch() is None:
         return _NO_TORCH
     from posflow.simulate.models.measure import measure
@@ -82,7 +82,7 @@ def pb15(ctx: Context) -> Evidence:
         f"(c) {cmp['residual_content']['w1']:.3f}; Spearman (a) {a['spearman']:.2f} → "
         f"(b) {b['spearman']:.2f} (c) {cmp['residual_content']['spearman']:.2f}"
     )
-    return Evidence(verdict(ok), measured, figs, summary)
+    return LegacyEvidence(verdict(ok), measured, figs, summary)
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,7 +149,7 @@ def _hand_gpt2(model, ids):
     "lies in (0,1) and equals a hand computation",
     assumptions=("tiny models built from configs (posflow LM, Hugging Face GPT-2)",),
 )
-def pb16(ctx: Context) -> Evidence:
+def pb16(ctx: Context) -> LegacyEvidence:
     torch = _torch()
     if torch is None:
         return _NO_TORCH
@@ -195,7 +195,7 @@ def pb16(ctx: Context) -> Evidence:
         inside &= bool(((lam > 0) & (lam < 1)).all())
         table[name] = {"lambdas": lam, "lambdas_std": std, "max_abs_error_vs_hand": err}
     ok = inside and worst <= 1e-10
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {
             "n": n,

@@ -11,7 +11,16 @@ import numpy as np
 import sympy as sp
 
 from posflow.proofs_checks._common import random_causal, random_layers, save_figure, verdict
-from posflow.proofs_checks.registry import INCONCLUSIVE, Context, Evidence, register
+from posflow.proofs_checks.evidence import Evidence, at_most, exact_tol, fp_tol, holds, info
+from posflow.proofs_checks.mutant_library import (
+    CHAIN,
+    RESIDUAL_STEP,
+    leaky_residual_step,
+    reversed_layer_order,
+    scaled_argument,
+)
+from posflow.proofs_checks.mutants import add_mutant
+from posflow.proofs_checks.registry import INCONCLUSIVE, Context, LegacyEvidence, register
 from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
 from posflow.simulate.rollout import constant, diagonal, influence, power_decay, rollout_matrix
 from posflow.theory import rollout as th
@@ -38,27 +47,46 @@ def pb1(ctx: Context) -> Evidence:
     sym = th.row_sum_residual(3, 2)
     sym_zero = all(e == 0 for row in sym.R for e in row) and all(e == 0 for e in sym.P)
     cases = 200 if ctx.full else 60
-    worst_row = worst_upper = worst_p00 = 0.0
+    worst_row = worst_upper = worst_p00 = worst_dense = 0.0
     for _ in range(cases):
         n, T = int(rng.integers(1, 33)), int(rng.integers(1, 101))
-        ks, lam = random_layers(rng, n, T)
+        ks, lam = random_layers(rng, n, T)  # non-commuting layers: the order matters
         P = rollout_matrix(ks, lam)
         worst_row = max(worst_row, float(np.abs(P.sum(axis=1) - 1).max()))
         worst_upper = max(worst_upper, float(np.abs(np.triu(P, 1)).max(initial=0.0)))
         worst_p00 = max(worst_p00, abs(P[0, 0] - 1.0))
-    ok = sym_zero and worst_row <= 1e-12 and worst_upper == 0.0 and worst_p00 <= 1e-12
+        worst_dense = max(worst_dense, float(np.abs(P - _dense_reference(ks, lam)).max()))
+    fp = fp_tol(1e-12, _FP_REASON)
     return Evidence(
-        verdict(ok),
-        {
-            "symbolic_row_sums_zero": sym_zero,
-            "random_rollouts": cases,
-            "max_row_sum_error": worst_row,
-            "max_upper_entry": worst_upper,
-            "max_P00_error": worst_p00,
-            "tolerance": 1e-12,
-        },
-        summary=f"{cases} random rollouts (n ≤ 32, T ≤ 100): max |row sum − 1| = {worst_row:.1e}",
+        [
+            holds("symbolic_row_sums_zero", sym_zero, label="sympy: R and P row sums − 1 = 0"),
+            at_most("max_row_sum_error", worst_row, 0.0, fp, label="max |row sum of P − 1|"),
+            at_most(
+                "max_upper_entry",
+                worst_upper,
+                0.0,
+                exact_tol("causal kernels have exact zeros above the diagonal"),
+                label="max |P[i,j]|, j > i",
+            ),
+            at_most("max_P00_error", worst_p00, 0.0, fp, label="max |P[0,0] − 1|"),
+            at_most(
+                "max_error_vs_dense_product",
+                worst_dense,
+                0.0,
+                fp,
+                label="max |P − R_{T−1}⋯R_0 (dense NumPy product)|",
+            ),
+            info("random_rollouts", cases),
+        ],
+        setup=f"{cases} seeded random rollouts, n ≤ 32, T ≤ 100, each layer an ALiBi+content "
+        "or a Dirichlet kernel (non-commuting), λ_t ~ U[0, 1]; sympy on n = 3, T = 2.",
     )
+
+
+# rounding bound of the random-rollout comparisons (n ≤ 32, T ≤ 100, entries in [0, 1])
+_FP_REASON = (
+    "T ≤ 100 convex steps of n ≤ 32 terms each add ≤ n·ε per entry: 100·32·2.2e-16 = 7e-13 ≤ 1e-12"
+)
 
 
 @register(
@@ -69,10 +97,8 @@ def pb1(ctx: Context) -> Evidence:
 )
 def pb2(ctx: Context) -> Evidence:
     rng = np.random.default_rng(ctx.seed + 2)
-    sym = {
-        f"{n}x{n}, T={T}": all(r == 0 for r in th.diagonal_identity_residual(n, T))
-        for n, T in ((3, 3), (4, 2))
-    }
+    sizes = ((3, 3), (4, 2))
+    sym = [all(r == 0 for r in th.diagonal_identity_residual(n, T)) for n, T in sizes]
     cases = 200 if ctx.full else 60
     worst = 0.0
     for _ in range(cases):
@@ -82,16 +108,29 @@ def pb2(ctx: Context) -> Evidence:
         got = diagonal(ks, lam)
         mask = ref > 1e-280
         worst = max(worst, float(np.max(np.abs(got[mask] / ref[mask] - 1), initial=0.0)))
-    ok = all(sym.values()) and worst <= 1e-12
+    ms = [
+        holds(f"symbolic_identity_{n}x{n}_T{T}", ok, label=f"sympy: identity residual = 0 "
+              f"(n = {n}, T = {T})")
+        for (n, T), ok in zip(sizes, sym, strict=True)
+    ]  # fmt: skip
+    ms += [
+        at_most(
+            "max_relative_error_vs_dense_product",
+            worst,
+            0.0,
+            fp_tol(
+                1e-12,
+                "T ≤ 20 factors, each with relative rounding ≤ 2ε, against a dense "
+                "product of T n×n matrices (n ≤ 24): ≤ 20·(2 + 24)·2.2e-16 = 1.1e-13",
+            ),
+            label="max |diagonal(ks, λ)/diag(dense product) − 1|",
+        ),
+        info("random_rollouts", cases),
+    ]
     return Evidence(
-        verdict(ok),
-        {
-            "symbolic_identity_zero": sym,
-            "random_rollouts": cases,
-            "max_relative_error_vs_dense_product": worst,
-            "tolerance": 1e-12,
-        },
-        summary=f"sympy residuals zero {list(sym)}; numeric max rel. error {worst:.1e}",
+        ms,
+        setup=f"sympy on n×n, T = {sizes}; {cases} seeded random rollouts, n ≤ 24, T ≤ 20, "
+        "against the diagonal of a dense NumPy product (entries below 1e-280 skipped).",
     )
 
 
@@ -102,7 +141,7 @@ def pb2(ctx: Context) -> Evidence:
     "equality at row n−1 for stationary ALiBi",
     assumptions=("causal kernels", "λ_t ∈ [0, 1]"),
 )
-def pb3(ctx: Context) -> Evidence:
+def pb3(ctx: Context) -> LegacyEvidence:
     rng = np.random.default_rng(ctx.seed + 3)
     cert = th.diagonal_bound_certificate(4)
     cases = 200 if ctx.full else 60
@@ -145,7 +184,7 @@ def pb3(ctx: Context) -> Evidence:
         and all(eq_rows)
         and abs(float(ex.min_diagonal) - ex_num) <= 1e-12
     )
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {
             "symbolic_certificate_T4": cert.holds,
@@ -180,7 +219,7 @@ def _log_product_bound(lam0, beta, delta, T, tail=10**7):
     "no collapse when Σλ_t δ_t < ∞ (e.g. λ_t = λ0/(t+1)^β, β > 1): inf_T min_i P_ii > 0",
     assumptions=("Σ λ_t δ_t < ∞", "λ_t δ_t < 1"),
 )
-def pb4(ctx: Context) -> Evidence:
+def pb4(ctx: Context) -> LegacyEvidence:
     T_max = 10**5 if ctx.full else 10**4
     n = 10**4 if ctx.full else 256
     checkpoints = [10**k for k in range(1, int(np.log10(T_max)) + 1)]
@@ -206,7 +245,7 @@ def pb4(ctx: Context) -> Evidence:
                     "P_last_0_at_Tmax": p_first,
                 }
             )
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {"n": n, "T_max": T_max, "cases": rows},
         summary=f"n = {n}, depth up to {T_max}: min P_ii stays above ∏(1−λδ) > 0",
@@ -219,7 +258,7 @@ def pb4(ctx: Context) -> Evidence:
     "collapse onto token 0 when Σλ_t = ∞ and A_t[i,0] ≥ ε: 1 − P[i,0] ≤ exp(−ε Σλ_t)",
     assumptions=("A_t[i,0] ≥ ε > 0 for every i, t",),
 )
-def pb5(ctx: Context) -> Evidence:
+def pb5(ctx: Context) -> LegacyEvidence:
     n = 64
     T_max = 20000 if ctx.full else 5000
     rng = np.random.default_rng(ctx.seed + 5)
@@ -267,7 +306,7 @@ def pb5(ctx: Context) -> Evidence:
     ok &= worst <= 1e-9
     ref = {r["kernel"] + " / " + r["schedule"]: r["one_minus_P_last0"] for r in out}
     u = ref["uniform / λ ≡ 1"]
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {"n": n, "T_max": T_max, "max_log_excess_over_bound": worst, "cases": out},
         summary=f"bound never exceeded (max log excess {worst:.2f}); uniform λ≡1: "
@@ -289,7 +328,7 @@ def _decade_slopes(K, lam0, beta, Ts):
     "dichotomy: collapse ⇔ Σλ_t = ∞ (given δ_t ≥ δ > 0 and ε-reachability)",
     assumptions=("δ_t ≥ δ > 0", "A_t[i,0] ≥ ε > 0 (ε-reachability)"),
 )
-def pb6(ctx: Context) -> Evidence:
+def pb6(ctx: Context) -> LegacyEvidence:
     n = 64
     K = uniform_kernel(n)
     T_max = 10**5 if ctx.full else 10**4
@@ -338,7 +377,7 @@ def pb6(ctx: Context) -> Evidence:
         save(fig, path)
 
     figs = save_figure(ctx, "PB6_dichotomy.png", draw)
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok)
         if ok or all(r["collapses_symbolic"] is not None for r in rows)
         else INCONCLUSIVE,
@@ -356,7 +395,7 @@ def pb6(ctx: Context) -> Evidence:
     "attention-only rollout (λ ≡ 1) collapses onto token 0 exponentially fast",
     assumptions=("A[i,0] ≥ ε > 0",),
 )
-def pb7(ctx: Context) -> Evidence:
+def pb7(ctx: Context) -> LegacyEvidence:
     rng = np.random.default_rng(ctx.seed + 7)
     cases = 40 if ctx.full else 15
     worst_rate_excess, rates = -np.inf, []
@@ -380,7 +419,7 @@ def pb7(ctx: Context) -> Evidence:
         excess = float(np.max(np.log(np.maximum(gaps[keep], 1e-300)) - Ts[keep] * np.log1p(-eps)))
         worst_rate_excess = max(worst_rate_excess, excess)
     ok = worst_rate_excess <= 1e-9 and max(rates) < 0
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {
             "random_kernels": cases,
@@ -393,3 +432,25 @@ def pb7(ctx: Context) -> Evidence:
 
 
 from posflow.proofs_checks import position_bias_shape  # noqa: E402,F401  (registers PB8–PB14)
+
+# -- mutants: small realistic breaks each claim above must catch ----------------------------------
+add_mutant(("PB1",), "reversed-layer-order", CHAIN, reversed_layer_order(),
+           "the layer product taken as R_0 ⋯ R_{T−1} instead of R_{T−1} ⋯ R_0")  # fmt: skip
+add_mutant(("PB1",), "leaky-attention-branch", RESIDUAL_STEP, leaky_residual_step(1e-6),
+           "the attention branch of each step loses 1e-6 of its mass")  # fmt: skip
+add_mutant("PB2", "lambda-off-by-0.1%", "posflow.simulate.rollout:diagonal",
+           scaled_argument(1, 0.999, "lambdas"),
+           "the product formula uses 0.999·λ_t")  # fmt: skip
+
+
+def _drop_last_layer(original):
+    def diagonal_without_last_layer(kernels, lambdas, log=False):
+        if isinstance(kernels, list | tuple) and len(kernels) > 1:
+            return original(kernels[:-1], lambdas[:-1], log=log)
+        return original(kernels, lambdas, log=log)
+
+    return diagonal_without_last_layer
+
+
+add_mutant("PB2", "last-layer-dropped", "posflow.simulate.rollout:diagonal", _drop_last_layer,
+           "an off-by-one: the product formula stops before the last layer")  # fmt: skip

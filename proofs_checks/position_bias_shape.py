@@ -10,7 +10,7 @@ import sympy as sp
 
 from posflow.proofs_checks._common import random_alibi, random_causal, save_figure, verdict
 from posflow.proofs_checks.figures import COLORS, save
-from posflow.proofs_checks.registry import Context, Evidence, register
+from posflow.proofs_checks.registry import Context, LegacyEvidence, register
 from posflow.simulate import measured
 from posflow.simulate.compare import mean_position, profile_shape, w1, w1_normalised
 from posflow.simulate.kernels import (
@@ -31,7 +31,7 @@ from posflow.theory import rollout as th
     "c ∈ ℝ; head averages, residual mixing and products preserve it",
     assumptions=("slopes m ≥ 0",),
 )
-def pb8(ctx: Context) -> Evidence:
+def pb8(ctx: Context) -> LegacyEvidence:
     rng = np.random.default_rng(ctx.seed + 8)
     n = 256 if ctx.full else 96
     ms = np.linspace(0, 2, 41 if ctx.full else 11)
@@ -49,7 +49,7 @@ def pb8(ctx: Context) -> Evidence:
     # counter-check (not part of the verdict): a negative slope with large content breaks it
     anti = monotonicity_deficit(alibi_kernel(8, -1.0, 5.0))
     worst = max(worst_single, worst_multi, worst_products)
-    return Evidence(
+    return LegacyEvidence(
         verdict(worst <= 1e-12),
         {
             "grid": f"n = {n}, m ∈ [0, 2] ({ms.size}), c ∈ [−20, 20] ({cs.size})",
@@ -76,7 +76,7 @@ def _numeric_drift(A):
     "background b has no effect",
     assumptions=("causal kernels",),
 )
-def pb9(ctx: Context) -> Evidence:
+def pb9(ctx: Context) -> LegacyEvidence:
     i_ = sp.Symbol("i", positive=True)
     m_r, c_r = sp.Symbol("m", positive=True), sp.Symbol("c", real=True)
     stated = sp.exp(-m_r) / ((1 - sp.exp(-m_r)) * (sp.exp(c_r) * (1 - sp.exp(-m_r)) + sp.exp(-m_r)))
@@ -163,7 +163,7 @@ def pb9(ctx: Context) -> Evidence:
         ax.grid(alpha=0.3)
         save(fig, path)
 
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {"symbolic": exact, "numeric_errors": errs},
         save_figure(ctx, "PB9_drift.png", draw),
@@ -178,7 +178,7 @@ def pb9(ctx: Context) -> Evidence:
     "in depth for stationary kernels",
     assumptions=("causal kernels",),
 )
-def pb10(ctx: Context) -> Evidence:
+def pb10(ctx: Context) -> LegacyEvidence:
     rng = np.random.default_rng(ctx.seed + 10)
     worst_last = 0.0
     for _ in range(60 if ctx.full else 25):
@@ -204,7 +204,7 @@ def pb10(ctx: Context) -> Evidence:
             p0.append(row[0, 0])
         worst_drop = max(worst_drop, float(-np.diff(p0).min(initial=0.0)))
     ok = worst_last <= 1e-12 and worst_drop <= 1e-15
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {"max_rel_error_p_last": worst_last, "max_decrease_of_p0_in_depth": worst_drop},
         summary=f"p(n−1) formula to {worst_last:.1e}; p(0) never decreases",
@@ -243,7 +243,7 @@ def _regime_grid(ctx):
     "an interior minimum below both ends; strict U in part of the (λ, T, m, c) plane",
     assumptions=("residual connections (λ < 1)", "finite depth"),
 )
-def pb11(ctx: Context) -> Evidence:
+def pb11(ctx: Context) -> LegacyEvidence:
     n, lams, Ts, grids = _regime_grid(ctx)
     table = {}
     ok = True
@@ -305,7 +305,7 @@ def pb11(ctx: Context) -> Evidence:
         fig.subplots_adjust(bottom=0.22)
         save(fig, path)
 
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {
             "n": n,
@@ -329,7 +329,7 @@ def pb11(ctx: Context) -> Evidence:
     "Σ_k Pr(K=k)(−ln x)^{k−1}/(k−1)!",
     assumptions=("uniform causal kernel",),
 )
-def pb12(ctx: Context) -> Evidence:
+def pb12(ctx: Context) -> LegacyEvidence:
     rng = np.random.default_rng(ctx.seed + 12)
     lam_exact = [sp.Rational(1, 3), sp.Rational(1, 2), sp.Rational(1, 5), sp.Rational(3, 4)]
     lam = np.array([float(x) for x in lam_exact])
@@ -384,7 +384,7 @@ def pb12(ctx: Context) -> Evidence:
         ax.grid(alpha=0.3)
         save(fig, path)
 
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {
             "n": n,
@@ -408,7 +408,7 @@ def pb12(ctx: Context) -> Evidence:
     "normalised W1 = W1/(n−1)",
     assumptions=("profiles on positions 0..n−1",),
 )
-def pb13(ctx: Context) -> Evidence:
+def pb13(ctx: Context) -> LegacyEvidence:
     rng = np.random.default_rng(ctx.seed + 13)
     e1 = e2 = e3 = 0.0
     for _ in range(200 if ctx.full else 60):
@@ -428,7 +428,7 @@ def pb13(ctx: Context) -> Evidence:
         wn = w1_normalised(q, delta0)
         e3 = max(e3, 0.0 if 0 <= wn <= 1 else 1.0, abs(wn * (n - 1) - w1(q, delta0)))
     ok = max(e1, e2, e3) <= 1e-10
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {
             "max_err_W1_delta0": e1,
@@ -449,7 +449,7 @@ def pb13(ctx: Context) -> Evidence:
     "tokens; min_i P_ii = ∏(1 − λ_t δ_t)",
     assumptions=("released λ_t and content",),
 )
-def pb14(ctx: Context) -> Evidence:
+def pb14(ctx: Context) -> LegacyEvidence:
     table, ok = {}, True
     profiles = {}
     for model in measured.models():
@@ -515,7 +515,7 @@ def pb14(ctx: Context) -> Evidence:
     )
     if not_strict:
         summary += f"; the (b) valley is not a strict U for {', '.join(not_strict)}"
-    return Evidence(
+    return LegacyEvidence(
         verdict(ok),
         {"models": table, "not_strict_U": not_strict},
         save_figure(ctx, "PB14_real_models.png", draw),

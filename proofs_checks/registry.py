@@ -22,6 +22,7 @@ __all__ = [
     "Claim",
     "Context",
     "Evidence",
+    "LegacyEvidence",
     "Relaxation",
     "Result",
     "add_relaxation",
@@ -34,9 +35,9 @@ __all__ = [
     "verify",
 ]
 
-HOLDS, FAILS, INCONCLUSIVE = "HOLDS", "FAILS", "INCONCLUSIVE"
+from posflow.proofs_checks.evidence import FAILS, HOLDS, INCONCLUSIVE, STATUSES, Evidence
+
 ERROR = "ERROR"
-STATUSES = (HOLDS, FAILS, INCONCLUSIVE)
 _CLAIM_MODULES = (
     "posflow.proofs_checks.position_bias",
     "posflow.proofs_checks.extrapolation",
@@ -46,8 +47,9 @@ _CLAIM_MODULES = (
 
 
 @dataclass
-class Evidence:
-    """What a check measured: a verdict, the numbers behind it and figure paths."""
+class LegacyEvidence:
+    """The evidence of a check not yet moved to :class:`Evidence`: a stated verdict, a dict of
+    numbers and figure paths. Being retired (issue 12): new checks return :class:`Evidence`."""
 
     status: str
     measured: dict = field(default_factory=dict)
@@ -212,11 +214,17 @@ class Result:
             "status": self.status,
             "statement": self.claim.statement,
             "source": self.claim.source,
-            "measured": ev.measured if ev else {},
-            "figures": list(ev.figures) if ev else [],
-            "summary": ev.summary if ev else "",
-            "seconds": round(self.seconds, 3),
         }
+        if isinstance(ev, Evidence):
+            out.update(ev.as_json())
+            out["status"] = self.status
+            out["measured"] = ev.measured
+        else:
+            out["measured"] = ev.measured if ev else {}
+            out["figures"] = []
+            out["figure_paths"] = list(ev.figures) if ev else []
+            out["summary"] = ev.summary if ev else ""
+        out["seconds"] = round(self.seconds, 3)
         if self.timing:
             out["timing"] = self.timing
         if self.error:
@@ -235,7 +243,7 @@ def run_claim(claim: Claim, ctx: Context) -> Result:
     t0 = time.perf_counter()
     try:
         ev = claim.check(ctx)
-        if not isinstance(ev, Evidence):
+        if not isinstance(ev, Evidence | LegacyEvidence):
             raise TypeError(f"check of {claim.id} returned {type(ev).__name__}, not Evidence")
         return Result(claim, ev.status, ev, time.perf_counter() - t0, timing=label)
     except Exception as exc:

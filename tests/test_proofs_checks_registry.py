@@ -6,6 +6,7 @@ import pytest
 
 from posflow.proofs_checks import registry
 from posflow.proofs_checks.cli import main
+from posflow.proofs_checks.evidence import info
 from posflow.proofs_checks.registry import Context, Evidence
 
 
@@ -18,9 +19,9 @@ def test_ids_are_ordered_and_selectable():
         registry.get_claim("PB0")
 
 
-def test_evidence_rejects_unknown_status():
-    with pytest.raises(ValueError, match="status"):
-        Evidence("MAYBE")
+def test_evidence_needs_a_judged_measurement():
+    with pytest.raises(ValueError, match="judged"):
+        Evidence([info("n", 3)])
 
 
 def test_crash_becomes_error_and_exit_1(monkeypatch, capsys):

@@ -40,6 +40,12 @@ def add_parser(sub) -> None:
         action="store_true",
         help="run each check in its own process, so its seconds are measured alone",
     )
+    v.add_argument(
+        "--mutants",
+        action="store_true",
+        help="run each selected claim under each of its registered mutants and print the kill "
+        "table (exit 1 when a mutant survives)",
+    )
     v.set_defaults(func=cmd_verify)
 
 
@@ -59,8 +65,12 @@ def _isolated(claim, args, size, out, threads):
         why = one_line(tail[-1]) if tail else f"exit code {r.returncode}"
         return registry.Result(claim, registry.ERROR, None, 0.0, why, "alone (own process)")
     ev = None
-    if rec["status"] != registry.ERROR:
-        ev = registry.Evidence(rec["status"], rec["measured"], rec["figures"], rec["summary"])
+    if rec["status"] != registry.ERROR and "measurements" in rec:
+        ev = registry.Evidence.from_json(rec)
+    elif rec["status"] != registry.ERROR:
+        ev = registry.LegacyEvidence(
+            rec["status"], rec["measured"], rec["figure_paths"], rec["summary"]
+        )
     return registry.Result(
         claim, rec["status"], ev, rec["seconds"], rec.get("error", ""), "alone (own process)"
     )
@@ -83,6 +93,10 @@ def cmd_verify(args) -> int:
         return 0
     threads = set_threads(args.threads)
     size = "full" if args.full else "quick"
+    if args.mutants:
+        if args.isolate or args.out:
+            raise UsageError("--mutants: cannot be combined with --isolate or --out")
+        return _cmd_mutants(args, size)
     ctx = registry.Context(size=size, out=out, seed=args.seed)
     prov = provenance(seed=args.seed, size=size, threads=threads, isolated=args.isolate)
     from rich.console import Console
@@ -107,6 +121,38 @@ def cmd_verify(args) -> int:
         if index is not None:
             print(f"report: {index}")
     return 1 if any(r.status == registry.ERROR for r in results) else 0
+
+
+def _cmd_mutants(args, size) -> int:
+    """``verify --mutants``: the kill table (claims × mutants)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import Progress
+    from rich.table import Table
+
+    from posflow.proofs_checks.mutants import kill_table
+
+    err = Console(stderr=True)
+    with Progress(console=err, transient=True, disable=args.json and not err.is_terminal) as bar:
+        task = bar.add_task("mutants", total=None)
+
+        def progress(cid, name):
+            bar.update(task, description=f"{cid} under {name}")
+
+        rows = kill_table(args.ids, size=size, seed=args.seed, progress=progress)
+    if args.json:
+        print_json([r.as_json() for r in rows], inputs="verify --mutants", indent=1)
+    else:
+        t = Table(title=f"posflow verify --mutants ({size}): {sum(r.killed for r in rows)} of "
+                  f"{len(rows)} mutants killed")  # fmt: skip
+        for col in ("claim", "mutant", "unmutated", "mutated", "killed", "comparisons broken"):
+            t.add_column(col, overflow="fold")
+        for r in rows:
+            broken = ", ".join(r.newly_failed) or escape(r.error)
+            t.add_row(r.claim, f"{r.mutant}\n[dim]{escape(r.description)}[/dim]", r.baseline,
+                      r.status, "yes" if r.killed else "[red]NO[/]", broken)  # fmt: skip
+        Console().print(t)
+    return 0 if all(r.killed for r in rows) else 1
 
 
 def _print_table(results, size, prov):
