@@ -243,19 +243,23 @@ class Measurement:
         )
 
 
+_NO_SLACK = Tolerance(0.0, "exact", "no slack: the inequality is required exactly as stated")
+
+
 def close(key, value, reference, tol: Tolerance, *, rel=False, **kw) -> Measurement:
     """|value − reference| ≤ tol (``rel=True``: |value/reference − 1| ≤ tol)."""
     return Measurement(key, value, "rel_close" if rel else "close", reference, tol, **kw)
 
 
 def at_most(key, value, bound=0.0, tol: Tolerance | None = None, **kw) -> Measurement:
-    """value ≤ bound + tol (an error measure with ``bound=0`` and its tolerance)."""
-    return Measurement(key, value, "at_most", bound, tol, **kw)
+    """value ≤ bound + tol (an error measure with ``bound=0`` and its tolerance); without
+    ``tol`` the inequality is required exactly as stated (no slack)."""
+    return Measurement(key, value, "at_most", bound, tol or _NO_SLACK, **kw)
 
 
 def at_least(key, value, bound=0.0, tol: Tolerance | None = None, **kw) -> Measurement:
-    """value ≥ bound − tol."""
-    return Measurement(key, value, "at_least", bound, tol, **kw)
+    """value ≥ bound − tol; without ``tol`` the inequality is required exactly (no slack)."""
+    return Measurement(key, value, "at_least", bound, tol or _NO_SLACK, **kw)
 
 
 def holds(key, ok, tol: Tolerance | None = None, **kw) -> Measurement:
@@ -315,7 +319,7 @@ class Table:
 def _floats(x, what: str) -> list:
     if x is None:
         return None
-    a = np.asarray(x, dtype=float)
+    a = np.asarray(x, dtype=float)  # None (a non-finite point in JSON) becomes NaN
     if a.ndim not in (1, 2):
         raise ValueError(f"{what} must be 1-D (or 2-D for an image); got shape {a.shape}")
     return a.tolist()
@@ -379,9 +383,19 @@ class Figure:
             raise ValueError(f"figure name must be a plain file stem; got {self.name!r}")
 
     def as_json(self) -> dict:
+        """Plain JSON data: tuples become lists, non-finite points become null (NaN on load)."""
         from dataclasses import asdict
 
-        return asdict(self)
+        def plain(x):
+            if isinstance(x, dict):
+                return {k: plain(v) for k, v in x.items()}
+            if isinstance(x, list | tuple):
+                return [plain(v) for v in x]
+            if isinstance(x, float) and not math.isfinite(x):
+                return None
+            return x
+
+        return plain(asdict(self))
 
     @classmethod
     def from_json(cls, d: dict) -> Figure:

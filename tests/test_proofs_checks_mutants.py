@@ -1,20 +1,13 @@
 """Every registered mutant is killed: under it the claim FAILS, with a comparison failing that
 passes on the unmutated code, and the summary names that comparison."""
 
-import functools
-
 import pytest
+from claim_runs import baseline as _baseline
 
 from posflow.proofs_checks import mutants as mut
 from posflow.proofs_checks.registry import Context, Evidence, get_claim, run_claim
 
 PAIRS = [(cid, m.name) for cid, ms in mut.all_mutants().items() for m in ms]
-
-
-@functools.cache
-def _baseline(cid):
-    mut.clear_caches()
-    return run_claim(get_claim(cid), Context())
 
 
 def test_every_claim_has_two_mutants():

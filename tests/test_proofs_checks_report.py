@@ -1,0 +1,76 @@
+"""The report renders evidence: measurement tables with each tolerance's kind and reason, tables,
+figures drawn from their specs (PNG, inlined in the standalone HTML page), no Python reprs."""
+
+import base64
+import json
+import re
+
+import pytest
+
+from posflow.proofs_checks import evidence as E
+from posflow.proofs_checks import registry
+from posflow.proofs_checks.report import measurement_rows, records, write_report
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _claim_with(ev):
+    return registry.Claim("PB998", "[ours]", "a claim of the report test", (), lambda ctx: ev)
+
+
+@pytest.fixture
+def results(monkeypatch):
+    fig = E.Figure(
+        "curve",
+        "a test figure",
+        [E.Panel("left", "x", "y", [E.Series("s", [1, 2, 3], [1, 4, 9], color="residual")],
+                 logy=True, hlines=[(2.0, "two")]),
+         E.Panel("right", "x", "y", [E.Series("e", [1, 2], [0.5, 0.7], kind="errorbar",
+                                              yerr=[0.1, 0.1])])],
+    )  # fmt: skip
+    ev = E.Evidence(
+        [
+            E.at_most("err", 3e-16, 0.0, E.fp_tol(1e-12, "T·n·ε = 7e-13"), label="max |x − y|"),
+            E.at_least("gap", 0.01, 0.05, E.param_tol("dip_depth", 0.0, "relative dip"),
+                       label="dip depth"),
+            E.info("n", 256),
+        ],
+        figures=[fig],
+        tables=[E.Table("sens", "sensitivity to dip_depth", ["dip_depth", "verdict"],
+                        [[0.01, "HOLDS"], [0.05, "FAILS"]])],
+        setup="two panels, 256 tokens",
+    )  # fmt: skip
+    claim = _claim_with(ev)
+    monkeypatch.setitem(registry._REGISTRY, claim.id, claim)
+    return [registry.run_claim(claim, registry.Context())]
+
+
+def test_markdown_has_measurements_tolerances_tables_and_figures(results, tmp_path):
+    index = write_report(results, tmp_path, size="quick")
+    md = index.read_text()
+    assert "| FAIL | dip depth | 0.01 | ≥ 0.05 | 0 | parameter dip_depth: relative dip |" in md
+    assert "| pass | max \\|x − y\\| | 3e-16 | ≤ 0 + 1e-12 | 1e-12 | floating-point: T·n·ε" in md
+    assert "**sensitivity to dip_depth**" in md and "| 0.05 | FAILS |" in md
+    assert "*Verdict:* FAILS — 1 of 2 comparisons fail: dip depth = 0.01" in md
+    png = tmp_path / "figures" / "PB998-curve.png"
+    assert png.read_bytes()[:8] == PNG and "figures/PB998-curve.png" in md
+    assert not re.search(r"np\.float|array\(|\{'|\[\d+ values\]", md)
+
+
+def test_html_is_standalone_with_the_figures_inlined(results, tmp_path):
+    write_report(results, tmp_path, size="quick")
+    page = (tmp_path / "index.html").read_text()
+    assert page.startswith("<!doctype html>") and "<img" in page and "src='figures" not in page
+    b64 = re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page).group(1)
+    assert base64.b64decode(b64)[:8] == PNG
+    assert "parameter dip_depth: relative dip" in page and "class='FAILS'" in page
+
+
+def test_results_json_is_plain_and_names_the_figure_files(results, tmp_path):
+    write_report(results, tmp_path, size="quick")
+    (rec,) = json.loads((tmp_path / "results.json").read_text())
+    assert rec["status"] == "FAILS" and rec["measured"]["err"] == 3e-16
+    assert rec["figure_paths"] == ["figures/PB998-curve.png"]
+    assert rec["figures"] == [{"name": "curve", "title": "a test figure", "caption": ""}]
+    rows = measurement_rows(records(results)[0])
+    assert [r[0] for r in rows] == ["pass", "FAIL", "info"]
