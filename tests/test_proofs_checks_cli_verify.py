@@ -105,6 +105,7 @@ def test_git_commit_is_absent_when_the_package_is_not_tracked(monkeypatch):
         (["--threads", "two"], ("--threads",)),
         (["PB999"], ("ID", "unknown claim ID 'PB999'")),
         (["--quick", "--full"], ("--full", "not allowed")),
+        (["--mutants", "--isolate"], ("--mutants", "--isolate")),
     ],
 )
 def test_bad_arguments_are_one_line(capsys, no_checks, argv, words):
@@ -120,3 +121,26 @@ def test_bad_output_folders_are_refused_before_any_check(capsys, tmp_path, no_ch
         assert_usage_error(capsys, ["verify", "PB13", "--out", ro], "--out", "cannot write")
         assert_usage_error(capsys, ["verify", "PB13", "--out", ro / "r"], "--out", "cannot write")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "read-only"]
+
+
+def test_mutants_prints_the_kill_table(capsys):
+    code, out, _ = run(capsys, "verify", "PB1", "--mutants", "--json")
+    rows = json.loads(out)
+    assert code == 0 and {r["mutant"] for r in rows} >= {"reversed-layer-order"}
+    for r in rows:
+        assert r["claim"] == "PB1" and r["baseline"] == "HOLDS" and r["status"] == "FAILS"
+        assert r["killed"] and r["newly_failed"]
+    code, out, _ = run(capsys, "verify", "PB1", "--mutants")
+    assert code == 0 and "mutants killed" in out and "reversed-layer-order" in out
+
+
+def test_a_surviving_mutant_exits_1(capsys, monkeypatch):
+    from posflow.proofs_checks import mutants
+
+    harmless = mutants.Mutant(
+        "identity", "posflow.simulate.rollout:influence", lambda f: f, "changes nothing"
+    )
+    monkeypatch.setitem(mutants._MUTANTS, "PB2", {"identity": harmless})
+    code, out, _ = run(capsys, "verify", "PB2", "--mutants", "--json")
+    (row,) = json.loads(out)
+    assert code == 1 and row["killed"] is False and row["status"] == "HOLDS"

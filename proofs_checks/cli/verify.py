@@ -145,12 +145,14 @@ def _cmd_mutants(args, size) -> int:
     else:
         t = Table(title=f"posflow verify --mutants ({size}): {sum(r.killed for r in rows)} of "
                   f"{len(rows)} mutants killed")  # fmt: skip
-        for col in ("claim", "mutant", "unmutated", "mutated", "killed", "comparisons broken"):
+        t.add_column("claim", no_wrap=True)
+        t.add_column("mutant", no_wrap=True)
+        for col in ("unmutated", "mutated", "killed", "comparisons broken"):
             t.add_column(col, overflow="fold")
         for r in rows:
             broken = ", ".join(r.newly_failed) or escape(r.error)
-            t.add_row(r.claim, f"{r.mutant}\n[dim]{escape(r.description)}[/dim]", r.baseline,
-                      r.status, "yes" if r.killed else "[red]NO[/]", broken)  # fmt: skip
+            t.add_row(r.claim, r.mutant, r.baseline, r.status,
+                      "yes" if r.killed else "[red]NO[/]", broken)  # fmt: skip
         Console().print(t)
     return 0 if all(r.killed for r in rows) else 1
 
