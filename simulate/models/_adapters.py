@@ -13,6 +13,11 @@ An adapter tells :mod:`posflow.simulate.models.measure`, for decoder block t,
 * ``prepare(model)`` — hook handles installed for the measurement (removed afterwards);
 * ``slopes(model)`` — ALiBi slopes in logit units (bias ``-m_h (i - j)`` after the model's
   q·k scaling) or None;
+* ``value_source(block)`` — (module, fn): ``fn(module, args, output)`` on that module's forward
+  output returns the value vectors v (B, H, n, d) the attention averages (keys/values repeated
+  to H heads), and ``out_weight(block)`` the output projection W_O as a (D, H·d) matrix acting
+  on the concatenated heads, for the value-norm kernels of Kobayashi et al. (2020) (issue 13;
+  ``None`` where the architecture has no such adapter);
 * ``d_head(model)``, ``num_heads(model)``, ``max_length(model)`` (None when unbounded).
 
 Supported: posflow's own :class:`posflow.simulate.models.lm.LM` and the Hugging Face families GPT-2,
@@ -77,6 +82,13 @@ class Adapter:
     def slopes(self, model):
         return None
 
+    def value_source(self, block):
+        """(module, fn) giving the value vectors, or None (no value-norm adapter)."""
+        return None
+
+    def out_weight(self, block):  # pragma: no cover - only called after value_source
+        raise NotImplementedError
+
     def num_heads(self, model) -> int:
         return int(model.config.num_attention_heads)
 
@@ -108,6 +120,25 @@ class PosflowAdapter(Adapter):
     def slopes(self, model):
         return model.blocks[0].attn.scheme.slopes()
 
+    def value_source(self, block):
+        from posflow.simulate.models._scheme import PositionScheme
+
+        attn = block.attn
+        if type(attn.scheme).output is not PositionScheme.output:
+            return None  # values are transformed after averaging: no per-token norm exists
+
+        def fn(mod, args, out):
+            x = args[0]
+            B, n, D = x.shape
+            q, k, v = out.split(D, dim=2)
+            q, k, v = (t.view(B, n, attn.n_head, attn.d_head).transpose(1, 2) for t in (q, k, v))
+            return attn.scheme.qkv(q, k, v, x)[2]
+
+        return attn.qkv_proj, fn
+
+    def out_weight(self, block):
+        return block.attn.out_proj.weight
+
     def num_heads(self, model):
         return model.config.n_head
 
@@ -127,6 +158,18 @@ class GPT2Adapter(Adapter):
     def qk(self, attn, args, kwargs):
         q, k, _ = attn.c_attn(_hidden(args, kwargs)).split(attn.split_size, dim=2)
         return _heads(q, attn.num_heads, attn.head_dim), _heads(k, attn.num_heads, attn.head_dim)
+
+    def value_source(self, block):
+        attn = block.attn
+
+        def fn(mod, args, out):
+            v = out.split(attn.split_size, dim=2)[2]
+            return _heads(v, attn.num_heads, attn.head_dim)
+
+        return attn.c_attn, fn
+
+    def out_weight(self, block):
+        return block.attn.c_proj.weight.T  # Conv1D stores (in, out)
 
     def max_length(self, model):
         return int(model.config.n_positions)
@@ -256,6 +299,19 @@ class LlamaAdapter(Adapter):
         cos, sin = kwargs["position_embeddings"]
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
         return q, _repeat(k, q.shape[1])
+
+    def value_source(self, block):
+        attn = block.self_attn
+        d = attn.head_dim
+        H = attn.q_proj.out_features // d
+
+        def fn(mod, args, out):
+            return _repeat(_heads(out, out.shape[-1] // d, d), H)
+
+        return attn.v_proj, fn
+
+    def out_weight(self, block):
+        return block.self_attn.o_proj.weight
 
     def d_head(self, model):
         return int(getattr(model.config, "head_dim", None) or super().d_head(model))

@@ -58,6 +58,10 @@ class _Recorder:
         acc = dict(dtype=torch.float64, device=device)
         self.attn = torch.zeros(L, H, n, n, **acc) if want["attention"] else None
         self.qk = torch.zeros(L, H, n, n, **acc) if want["qk"] else None
+        self.vnk = torch.zeros(L, n, n, **acc) if want.get("value_norms") else None
+        self.vn: list[torch.Tensor | None] = [None] * L  # (B, H, n) ‖W_O^h v_j^h‖ of the batch
+        self.layer_grad = torch.zeros(L, n, **acc) if want.get("layer_influence") else None
+        self.live: list[torch.Tensor | None] = [None] * L  # block inputs kept for their gradient
         self.ratios: list[list[torch.Tensor]] = [[] for _ in range(L)]
         self.x: list[torch.Tensor | None] = [None] * L
         self.handles = []
@@ -75,9 +79,20 @@ class _Recorder:
             if self.want["lambdas"]:
                 mod, idx = self.adapter.attn_output(block)
                 self.handles.append(mod.register_forward_hook(self._attn_out(t, idx)))
-            if self.attn is not None:
+            if self.attn is not None or self.vnk is not None:
                 mod, idx = self.adapter.probs(block)
                 self.handles.append(mod.register_forward_hook(self._probs(t, idx)))
+            if self.vnk is not None:
+                src = self.adapter.value_source(block)
+                if src is None:
+                    raise ValueError(
+                        f"value-norm kernels: the {self.adapter.name} adapter has no value "
+                        "source for this model (its values are transformed after averaging, or "
+                        "the architecture has no value-norm adapter)"
+                    )
+                mod, fn = src
+                W = self.adapter.out_weight(block)
+                self.handles.append(mod.register_forward_hook(self._values(t, fn, W)))
             if self.qk is not None:
                 mod, fn, kind = self.adapter.qk_source(block)
                 if kind == "pre":
@@ -93,7 +108,35 @@ class _Recorder:
 
     def _block_in(self, t):
         def hook(mod, args, kwargs):
-            self.x[t] = _hidden(args, kwargs).detach()
+            x = _hidden(args, kwargs)
+            self.x[t] = x.detach()
+            if self.layer_grad is not None and x.requires_grad:
+                if x.grad_fn is not None:
+                    x.retain_grad()
+                self.live[t] = x
+
+        return hook
+
+    def collect_layer_grads(self):
+        """After the backward pass: add Σ_batch ‖∂p*/∂x_t[j]‖ to ``layer_grad[t, j]``."""
+        for t, x in enumerate(self.live):
+            if x is None or x.grad is None:
+                raise ValueError(f"layer {t}: no gradient reached the block input")
+            self.layer_grad[t] += x.grad.double().norm(dim=-1).sum(0)
+        self.live = [None] * len(self.live)
+
+    def _values(self, t, fn, W):
+        def hook(mod, args, out):
+            with torch.no_grad():
+                v = fn(mod, args, out).detach()  # (B, H, n, d)
+                B, H, n, d = v.shape
+                Wh = W.detach().reshape(W.shape[0], H, d)  # (D, H, d)
+                norms = torch.empty(B, H, n, dtype=torch.float64, device=v.device)
+                dt = torch.promote_types(v.dtype, torch.float32)  # float32 or better
+                for h in range(H):  # one head at a time: (B, n, d) @ (d, D), then ‖·‖ over D
+                    f = v[:, h].to(dt) @ Wh[:, h].to(dt).T
+                    norms[:, h] = f.double().norm(dim=-1)
+                self.vn[t] = norms
 
         return hook
 
@@ -120,7 +163,17 @@ class _Recorder:
                     "attn_implementation='eager'"
                 )
             p = p.detach()
-            self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1])
+            if self.attn is not None:
+                self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1])
+            if self.vnk is not None:
+                vn = self.vn[t]
+                if vn is None or vn.shape != p.shape[:3]:
+                    raise ValueError(f"layer {t}: value norms and probabilities do not match")
+                for i0 in range(0, self.n, self.chunk):  # Σ_b Σ_h α_ij^h ‖W_O^h v_j^h‖
+                    i1 = min(self.n, i0 + self.chunk)
+                    w = p[:, :, i0:i1].to(torch.float64) * vn[:, :, None, :]
+                    self.vnk[t, i0:i1] += w.sum(dim=(0, 1))
+                self.vn[t] = None
 
         return hook
 

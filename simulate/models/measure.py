@@ -78,6 +78,8 @@ class Measurement:
     influence_raw: np.ndarray | None  # (n,), mean ‖∂p*/∂e_j‖
     slopes: np.ndarray | None  # (H,) ALiBi slopes in logit units, or None
     num_layers: int = 0
+    value_weights: np.ndarray | None = None  # (L, n, n) mean Σ_h α_ij^h ‖W_O^h v_j^h‖
+    layer_influence: np.ndarray | None = None  # (L, n) mean ‖∂p*/∂x_t[j]‖, rows sum to 1
 
     def kernels(self) -> list[DenseKernel]:
         """Head-averaged measured kernels A_t (see :func:`measured_kernels`)."""
@@ -179,6 +181,8 @@ def measure(
     batch_size=None,
     chunk=256,
     progress=False,
+    value_norms=False,
+    layer_influence=False,
 ) -> Measurement:
     """Measure λ_t, mean attention, mean raw q·k and gradient influence (claims PB15, PB16).
 
@@ -202,6 +206,14 @@ def measure(
         Query positions per accumulation step of the (L, H, n, n) sums.
     progress : bool
         Show a progress bar (rich) over batches.
+    value_norms : bool
+        Also accumulate the value-norm weights ``Σ_h α_ij^h ‖W_O^h v_j^h‖`` per layer (L, n, n)
+        (Kobayashi et al. 2020; rows normalised by
+        :func:`posflow.simulate.models.sinks.value_norm_kernels`); ValueError for an
+        architecture without a value-norm adapter.
+    layer_influence : bool
+        With ``influence``: also the gradient norm at every block input,
+        ``‖∂p*/∂x_t[j]‖`` (L, n), averaged over sequences and normalised per layer.
 
     Returns
     -------
@@ -220,7 +232,15 @@ def measure(
     blocks = adapter.blocks(model)
     L, H = len(blocks), adapter.num_heads(model)
     device = next(model.parameters()).device
-    want = {"lambdas": lambdas, "attention": attention, "qk": qk}
+    if layer_influence and not influence:
+        raise ValueError("layer_influence needs influence=True (it is a gradient)")
+    want = {
+        "lambdas": lambdas,
+        "attention": attention,
+        "qk": qk,
+        "value_norms": value_norms,
+        "layer_influence": layer_influence,
+    }
     if device.type == "cpu" and (attention or qk):
         ensure_fits((L, H, n, n), "the attention/q·k accumulators", copies=int(attention) + int(qk))
     B = _auto_batch(N, L, H, n, influence) if batch_size is None else batch_size
@@ -263,6 +283,8 @@ def measure(
                         )
                         p_top.sum().backward()
                         infl += leaf["e"].grad.double().norm(dim=-1).sum(0)
+                        if layer_influence:
+                            rec.collect_layer_grads()
                 rec.x = [None] * L
                 bar.advance(task, batch.shape[0])
     finally:
@@ -290,6 +312,10 @@ def measure(
             )
         infl_norm = infl_raw / total
     slopes = adapter.slopes(model)
+    layer_infl = None
+    if layer_influence:
+        g = rec.layer_grad / N
+        layer_infl = (g / g.sum(dim=1, keepdim=True)).cpu().numpy()
     return Measurement(
         architecture=adapter.name,
         n=n,
@@ -305,6 +331,8 @@ def measure(
         influence_raw=infl_raw,
         slopes=None if slopes is None else np.asarray(slopes, dtype=np.float64),
         num_layers=L,
+        value_weights=None if rec.vnk is None else rec.vnk.div_(N).cpu().numpy(),
+        layer_influence=layer_infl,
     )
 
 

@@ -1,0 +1,136 @@
+"""Attention sinks: value-norm kernels, a sink-aware rollout kernel, and the per-layer sink table.
+
+Real pretrained models put much of their attention on token 0 while token 0's value vectors are
+small (an attention *sink*), so "attention weight = information flow", on which [A]'s rollout
+rests, fails for that column (issue 13, claim PB15). Three NumPy tools on what
+:func:`posflow.simulate.models.measure.measure` records:
+
+* :func:`value_norm_kernels` — kernel (d), after Kobayashi et al. (2020), "Attention is not only a
+  weight": the weight of token j in row i is ``Σ_h α_ij^h ‖W_O^h v_j^h‖``, renormalised per row;
+* :func:`sink_aware_kernels` — kernel (e), ours: the mass a row puts on token 0 is treated as a
+  no-op that leaves the token's own state in place (moved onto the diagonal);
+* :func:`sink_table` — per layer: the mean attention on token 0, its value-norm share, and token
+  0's gradient influence at that layer's input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posflow.simulate.kernels import DenseKernel, dense_kernel
+
+__all__ = ["sink_aware_kernels", "sink_table", "value_norm_kernels"]
+
+
+def _stack(a, name: str) -> np.ndarray:
+    A = np.asarray(a, dtype=np.float64)
+    if A.ndim == 4:
+        A = A.mean(axis=1)
+    if A.ndim != 3 or A.shape[1] != A.shape[2] or A.shape[1] < 1:
+        raise ValueError(f"{name} must have shape (L, n, n) or (L, H, n, n); got {A.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError(f"{name} must be finite")
+    if (A < 0).any():
+        raise ValueError(f"{name} must be non-negative")
+    return A
+
+
+def value_norm_kernels(value_weights) -> list[DenseKernel]:
+    """Kernel (d): value-norm-weighted attention, one causal row-stochastic kernel per layer.
+
+    .. math::
+        \\tilde A_t[i, j] = \\frac{W_t[i, j]}{\\sum_{k \\le i} W_t[i, k]},\\qquad
+        W_t[i, j] = \\mathbb{E}\\Big[\\sum_h \\alpha_{ij}^{h}\\,\\lVert W_O^h v_j^h \\rVert\\Big]
+
+    Parameters
+    ----------
+    value_weights : array_like, shape (L, n, n)
+        ``Measurement.value_weights`` (zero above the diagonal).
+
+    Returns
+    -------
+    list of L DenseKernel
+        Raises ValueError for entries above the diagonal (> 1e-12 of the row) or an all-zero
+        row (no value reaches it).
+    """
+    W = _stack(value_weights, "value_weights")
+    out = []
+    for t, M in enumerate(W):
+        rows = M.sum(axis=1)
+        if (rows <= 0).any():
+            raise ValueError(f"value_weights of layer {t} have a row with no weight")
+        if np.triu(M, 1).max(initial=0.0) > 1e-12 * rows.max():
+            raise ValueError(f"value_weights of layer {t} are not causal")
+        M = np.tril(M)
+        out.append(dense_kernel(M / M.sum(axis=1, keepdims=True)))
+    return out
+
+
+def sink_aware_kernels(attention) -> list[DenseKernel]:
+    """Kernel (e): attention with token 0's mass returned to each token's own state (ours).
+
+    .. math::
+        \\hat A_t = A_t + D_t - D_t \\mathbf 1 e_0^\\top,\\qquad
+        D_t = \\operatorname{diag}(0, A_t[1,0], \\dots, A_t[n-1,0])
+
+    i.e. for rows i ≥ 1, ``Â[i, 0] = 0`` and ``Â[i, i] = A[i, i] + A[i, 0]``; row 0 is
+    unchanged. With ``R̂_t = (1 − λ_t) I + λ_t Â_t`` a sink behaves like the residual branch: the
+    attention spent on it carries no information from token 0. Causal and row-stochastic
+    whenever ``A_t`` is.
+
+    Parameters
+    ----------
+    attention : array_like, shape (L, H, n, n) or (L, n, n)
+        Mean attention (heads averaged when given).
+
+    Returns
+    -------
+    list of L DenseKernel
+    """
+    A = _stack(attention, "attention").copy()
+    n = A.shape[1]
+    idx = np.arange(1, n)
+    for M in A:
+        M[idx, idx] += M[idx, 0]
+        M[idx, 0] = 0.0
+    return [dense_kernel(M / M.sum(axis=1, keepdims=True)) for M in A]
+
+
+def sink_table(attention, value_weights=None, layer_influence=None) -> dict:
+    """Per layer: how much attention token 0 draws, how much of it carries value, and how much
+    the output depends on token 0 at that layer's input (issue 13, item 4).
+
+    .. math::
+        a_t = \\frac{1}{n-1}\\sum_{i\\ge1} A_t[i,0],\\quad
+        v_t = \\frac{1}{n-1}\\sum_{i\\ge1} \\tilde A_t[i,0],\\quad
+        g_t = \\frac{\\lVert\\partial p^*/\\partial x_t[0]\\rVert}
+                   {\\sum_j \\lVert\\partial p^*/\\partial x_t[j]\\rVert}
+
+    Parameters
+    ----------
+    attention : array_like, shape (L, H, n, n) or (L, n, n), n >= 2
+    value_weights : array_like, shape (L, n, n), optional
+    layer_influence : array_like, shape (L, n), optional
+        ``Measurement.layer_influence`` (rows sum to 1).
+
+    Returns
+    -------
+    dict with ``attention_on_0`` (L,), and when given ``value_share_of_0`` (L,) and
+    ``gradient_influence_of_0`` (L,); rows i ≥ 1 only (row 0 attends to itself alone).
+    """
+    A = _stack(attention, "attention")
+    L, n, _ = A.shape
+    if n < 2:
+        raise ValueError("attention needs n >= 2 tokens for a sink table")
+    out = {"attention_on_0": A[:, 1:, 0].mean(axis=1)}
+    if value_weights is not None:
+        K = np.stack([k.dense() for k in value_norm_kernels(value_weights)])
+        if K.shape != A.shape:
+            raise ValueError(f"value_weights must have shape {A.shape}; got {K.shape}")
+        out["value_share_of_0"] = K[:, 1:, 0].mean(axis=1)
+    if layer_influence is not None:
+        g = np.asarray(layer_influence, dtype=np.float64)
+        if g.shape != (L, n):
+            raise ValueError(f"layer_influence must have shape {(L, n)}; got {g.shape}")
+        out["gradient_influence_of_0"] = g[:, 0] / g.sum(axis=1)
+    return out

@@ -1,0 +1,106 @@
+"""Value-norm kernels (d), the sink-aware kernel (e) and the sink table (issue 13): the hooks
+against a hand computation on a tiny random Llama with grouped-query attention, the NumPy
+formulas against explicit loops."""
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from posflow.simulate.models import sinks
+from posflow.simulate.models.measure import measure
+
+
+@pytest.fixture(scope="module")
+def llama():
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=64,
+                                   rope_theta=1e5, attn_implementation="eager")  # fmt: skip
+    return transformers.LlamaForCausalLM(cfg).double().eval()
+
+
+def _hand_value_weights(model, ids):
+    """Σ_h α_ij^h ‖W_O^h v_j^h‖ per layer by explicit loops over heads (one sequence)."""
+    cap = {}
+    hooks = [
+        layer.self_attn.v_proj.register_forward_hook(
+            lambda m, a, o, t=t: cap.__setitem__(t, o.detach())
+        )
+        for t, layer in enumerate(model.model.layers)
+    ]
+    with torch.no_grad():
+        out = model(input_ids=ids, output_attentions=True, use_cache=False)
+    for h in hooks:
+        h.remove()
+    H, d = 4, 8
+    W = []
+    for t, layer in enumerate(model.model.layers):
+        v = cap[t][0].numpy()  # (n, Hkv·d)
+        Wo = layer.self_attn.o_proj.weight.detach().numpy()  # (D, H·d)
+        alpha = out.attentions[t][0].numpy()  # (H, n, n)
+        n = v.shape[0]
+        M = np.zeros((n, n))
+        for h in range(H):
+            g = h // 2  # 4 query heads share 2 key/value heads
+            vh = v[:, g * d : (g + 1) * d]
+            f = vh @ Wo[:, h * d : (h + 1) * d].T  # (n, D)
+            M += alpha[h] * np.linalg.norm(f, axis=1)[None, :]
+        W.append(M)
+    return np.stack(W)
+
+
+def test_value_weights_match_a_hand_computation(llama):
+    ids = torch.tensor([[1, 5, 7, 250, 3, 9, 17, 2]])
+    m = measure(llama, ids, value_norms=True, qk=False, lambdas=False, influence=False)
+    np.testing.assert_allclose(m.value_weights, _hand_value_weights(llama, ids), rtol=1e-10)
+    ks = sinks.value_norm_kernels(m.value_weights)
+    for k in ks:
+        np.testing.assert_allclose(k.dense().sum(axis=1), 1.0, atol=1e-14)
+
+
+def test_layer_influence_at_the_first_block_is_the_embedding_influence(llama):
+    ids = torch.tensor([[1, 5, 7, 250, 3, 9], [4, 4, 8, 1, 2, 99]])
+    m = measure(llama, ids, attention=False, qk=False, layer_influence=True)
+    assert m.layer_influence.shape == (2, 6)
+    np.testing.assert_allclose(m.layer_influence.sum(axis=1), 1.0, atol=1e-12)
+    # the Llama embedding output is the first block's input: the same gradient norms
+    np.testing.assert_allclose(m.layer_influence[0], m.influence, rtol=1e-9)
+
+
+def test_layer_influence_needs_influence(llama):
+    with pytest.raises(ValueError, match="layer_influence needs influence"):
+        measure(llama, torch.tensor([[1, 2, 3]]), influence=False, layer_influence=True)
+
+
+def test_sink_aware_kernel_moves_token_0_mass_onto_the_diagonal():
+    A = np.array([[1.0, 0, 0], [0.7, 0.3, 0], [0.5, 0.2, 0.3]])
+    (K,) = sinks.sink_aware_kernels(A[None])
+    np.testing.assert_allclose(K.dense(), [[1, 0, 0], [0, 1, 0], [0, 0.2, 0.8]], atol=1e-15)
+
+
+def test_sink_table_by_explicit_loops():
+    rng = np.random.default_rng(0)
+    L, n = 3, 6
+    A = np.tril(rng.exponential(size=(L, n, n)))
+    A /= A.sum(axis=2, keepdims=True)
+    Wv = A * rng.uniform(0.1, 2.0, size=(L, 1, n))  # α_ij ‖f_j‖ with one head
+    g = rng.uniform(size=(L, n))
+    tab = sinks.sink_table(A, Wv, g)
+    for t in range(L):
+        assert tab["attention_on_0"][t] == pytest.approx(sum(A[t, i, 0] for i in range(1, n)) / 5)
+        share = [Wv[t, i, 0] / Wv[t, i].sum() for i in range(1, n)]
+        assert tab["value_share_of_0"][t] == pytest.approx(np.mean(share), rel=1e-12)
+        assert tab["gradient_influence_of_0"][t] == pytest.approx(g[t, 0] / g[t].sum())
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="value_weights"):
+        sinks.value_norm_kernels(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="not causal"):
+        sinks.value_norm_kernels(np.ones((1, 3, 3)))
+    with pytest.raises(ValueError, match="attention must be non-negative"):
+        sinks.sink_aware_kernels(-np.eye(3)[None])
+    with pytest.raises(ValueError, match="layer_influence"):
+        sinks.sink_table(np.eye(3)[None], layer_influence=np.ones((2, 3)))
