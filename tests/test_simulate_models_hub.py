@@ -136,8 +136,28 @@ def test_real_smollm2_weights_answer_and_measure():
     ids = tok("The capital of France is", return_tensors="pt").input_ids
     with torch.no_grad():
         out = model.generate(ids, max_new_tokens=2, do_sample=False)
-    assert tok.decode(out[0, ids.shape[1]:]).strip().startswith("Paris")
+    assert tok.decode(out[0, ids.shape[1] :]).strip().startswith("Paris")
     text = "The quick brown fox jumps over the lazy dog. " * 8
     seqs = torch.tensor([tok(text).input_ids[:32], tok(text).input_ids[5:37]])
     lam, std = mixing_coefficients(model, seqs)
     assert lam.shape == (30,) and ((lam > 0) & (lam < 1)).all() and (std >= 0).all()
+
+
+def test_lambdas_need_no_eager_attention(tmp_path):
+    from posflow.simulate.models.measure import measure
+
+    tiny_llama(tmp_path / "ck")
+    ids = torch.tensor([[1, 5, 7, 250, 3, 8], [9, 9, 2, 4, 1, 0]])
+    eager, _, _ = hub.load_pretrained(tmp_path / "ck", dtype="float64")
+    sdpa, _, _ = hub.load_pretrained(tmp_path / "ck", dtype="float64", attention="sdpa")
+    assert sdpa.config._attn_implementation == "sdpa"
+    a = measure(eager, ids, attention=False, qk=False)
+    b = measure(sdpa, ids, attention=False, qk=False)
+    # the same float64 model; Llama's eager path rounds its softmax to float32 (ε = 6e-8 per
+    # probability, a few ε after two layers), sdpa stays in float64: agreement to 1e-6
+    np.testing.assert_allclose(b.lambdas, a.lambdas, rtol=1e-6)
+    np.testing.assert_allclose(b.influence, a.influence, rtol=1e-6)
+    with pytest.raises(ValueError, match="eager"):
+        measure(sdpa, ids, qk=False, influence=False)
+    with pytest.raises(ValueError, match="attention must be 'eager' or 'sdpa'"):
+        hub.load_pretrained(tmp_path / "ck", attention="flash")

@@ -330,8 +330,12 @@ _ADAPTERS = {
 }
 
 
-def adapter_for(model) -> Adapter:
-    """The adapter of ``model`` (posflow LM or a HF causal LM chosen by ``config.model_type``)."""
+def adapter_for(model, *, probabilities: bool = True) -> Adapter:
+    """The adapter of ``model`` (posflow LM or a HF causal LM chosen by ``config.model_type``).
+
+    With ``probabilities`` (attention or value-norm kernels are wanted) a Hugging Face model
+    must run the eager attention, the only one that returns probabilities; λ_t, q·k and the
+    gradient influence need no probabilities and work with any attention implementation."""
     from posflow.simulate.models.lm import LM
 
     if isinstance(model, LM):
@@ -347,7 +351,7 @@ def adapter_for(model) -> Adapter:
     if kind == "gpt2" and getattr(model.config, "add_cross_attention", False):
         raise ValueError("unsupported architecture: gpt2 with cross-attention")
     impl = getattr(model.config, "_attn_implementation", "eager")
-    if impl not in (None, "eager"):
+    if probabilities and impl not in (None, "eager"):
         raise ValueError(
             f"model runs the {impl!r} attention implementation, which hides attention "
             "probabilities; load it with attn_implementation='eager'"

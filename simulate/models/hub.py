@@ -207,7 +207,7 @@ def _quiet_transformers():
     return ctx()
 
 
-def _load_gguf(path: Path, dtype="float32"):
+def _load_gguf(path: Path, dtype="float32", attention="eager"):
     """(model, tokenizer) of a GGUF file, dequantised by transformers (needs ``gguf``)."""
     try:
         import gguf  # noqa: F401
@@ -217,7 +217,7 @@ def _load_gguf(path: Path, dtype="float32"):
         kw = {"gguf_file": path.name}
         tok = tf.AutoTokenizer.from_pretrained(path.parent, **kw)
         model = tf.AutoModelForCausalLM.from_pretrained(
-            path.parent, dtype=_torch_dtype(dtype), attn_implementation="eager", **kw
+            path.parent, dtype=_torch_dtype(dtype), attn_implementation=attention, **kw
         )
     return model.eval(), tok
 
@@ -245,7 +245,7 @@ def _model_type(folder: Path, spec: str) -> str:
     return kind
 
 
-def load_pretrained(spec, *, dtype="float32"):
+def load_pretrained(spec, *, dtype="float32", attention="eager"):
     """Load a pretrained causal LM: ``(model, model_type, tokenizer or None)`` (claim PB15).
 
     Parameters
@@ -255,18 +255,23 @@ def load_pretrained(spec, *, dtype="float32"):
         ``config.json``, or a ``.gguf`` file.
     dtype : {"float32", "float64"}
         Weights and activations; float64 for checks against hand computations.
+    attention : {"eager", "sdpa"}
+        The attention implementation: "eager" returns the probabilities (mean attention,
+        value-norm kernels); "sdpa" is faster and enough for λ_t, q·k and gradient influence.
 
-    The model is in evaluation mode with eager attention. Raises ValueError naming the spec
+    The model is in evaluation mode. Raises ValueError naming the spec
     when it is not installed (with the install command), not a causal LM checkpoint, or of an
     architecture without an adapter (families: gpt2, bloom, falcon, mpt, llama).
     """
+    if attention not in ("eager", "sdpa"):
+        raise ValueError(f"attention must be 'eager' or 'sdpa'; got {attention!r}")
     text = str(spec)
     if text in KNOWN_MODELS:
         folder = model_path(text)
     else:
         folder = Path(text)
         if folder.is_file() and folder.suffix == ".gguf":
-            model, tok = _load_gguf(folder, dtype)
+            model, tok = _load_gguf(folder, dtype, attention)
             kind = model.config.model_type
             if kind not in HF_FAMILIES:
                 raise ValueError(
@@ -282,7 +287,7 @@ def load_pretrained(spec, *, dtype="float32"):
     with _quiet_transformers() as tf:
         try:
             model = tf.AutoModelForCausalLM.from_pretrained(
-                folder, attn_implementation="eager", dtype=_torch_dtype(dtype)
+                folder, attn_implementation=attention, dtype=_torch_dtype(dtype)
             )
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -193,7 +193,8 @@ def measure(
     Parameters
     ----------
     model : posflow LM or Hugging Face GPT-2 / BLOOM / Falcon / MPT / Llama causal LM
-        Hugging Face models must use ``attn_implementation="eager"``.
+        Hugging Face models must use ``attn_implementation="eager"`` when ``attention`` or
+        ``value_norms`` is asked for; λ_t, q·k and influence work with any implementation.
     input_ids : array_like or LongTensor, shape (N, n_in)
         Token ids in ``[0, vocab)``; with ``n`` given, ``n_in >= n`` and the first n are used.
     n : int, optional
@@ -220,7 +221,7 @@ def measure(
     Measurement
         Cost: one forward (+ one backward) pass per sequence, plus O(L·H·n²·d) for q·k.
     """
-    adapter = adapter_for(model)
+    adapter = adapter_for(model, probabilities=bool(attention or value_norms))
     emb = _embeddings(model)
     ids = _as_ids(input_ids, n, emb.num_embeddings)
     N, n = ids.shape
