@@ -104,3 +104,19 @@ def test_bad_inputs_name_the_argument():
         sinks.sink_aware_kernels(-np.eye(3)[None])
     with pytest.raises(ValueError, match="layer_influence"):
         sinks.sink_table(np.eye(3)[None], layer_influence=np.ones((2, 3)))
+
+
+def test_per_sequence_influence_and_its_bootstrap(llama):
+    ids = torch.tensor([[1, 5, 7, 250, 3, 9], [4, 4, 8, 1, 2, 99], [7, 7, 7, 1, 2, 3]])
+    m = measure(llama, ids, attention=False, qk=False)
+    G = m.influence_per_sequence
+    assert G.shape == (3, 6)
+    np.testing.assert_allclose(G.mean(axis=0) / G.mean(axis=0).sum(), m.influence, rtol=1e-12)
+    for i in range(3):  # each row is that sequence measured alone
+        alone = measure(llama, ids[i : i + 1], attention=False, qk=False)
+        np.testing.assert_allclose(G[i], alone.influence_raw, rtol=1e-9)
+    B = m.bootstrap_influence(reps=50, seed=1)
+    assert B.shape == (50, 6) and np.allclose(B.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(B, m.bootstrap_influence(reps=50, seed=1))
+    with pytest.raises(ValueError, match="reps"):
+        m.bootstrap_influence(reps=0)

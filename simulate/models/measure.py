@@ -80,6 +80,23 @@ class Measurement:
     num_layers: int = 0
     value_weights: np.ndarray | None = None  # (L, n, n) mean Σ_h α_ij^h ‖W_O^h v_j^h‖
     layer_influence: np.ndarray | None = None  # (L, n) mean ‖∂p*/∂x_t[j]‖, rows sum to 1
+    influence_per_sequence: np.ndarray | None = None  # (N, n) ‖∂p*/∂e_j‖ of each sequence
+
+    def bootstrap_influence(self, reps: int = 1000, seed: int = 0) -> np.ndarray:
+        """Influence profiles of ``reps`` bootstrap resamples of the sequences, (reps, n).
+
+        Each resample draws N sequences with replacement and normalises the mean of their
+        ``‖∂p*/∂e_j‖`` to sum 1, as :attr:`influence` does for the sample (seeded; the same
+        ``seed`` gives the same resamples on every run and thread count).
+        """
+        if self.influence_per_sequence is None:
+            raise ValueError("influence was not measured; call measure(..., influence=True)")
+        if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+            raise ValueError(f"reps must be a positive integer; got {reps!r}")
+        G = self.influence_per_sequence
+        idx = np.random.default_rng(seed).integers(0, G.shape[0], size=(reps, G.shape[0]))
+        out = G[idx].mean(axis=1)
+        return out / out.sum(axis=1, keepdims=True)
 
     def kernels(self) -> list[DenseKernel]:
         """Head-averaged measured kernels A_t (see :func:`measured_kernels`)."""
@@ -249,6 +266,7 @@ def measure(
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
     rec = _Recorder(adapter, L, H, n, chunk, want, device)
     infl = torch.zeros(n, dtype=torch.float64, device=device)
+    per_seq_infl = []
     leaf = {}
 
     def emb_hook(mod, args, out):  # make the embedding output a leaf that collects ∂p*/∂e
@@ -283,7 +301,9 @@ def measure(
                             .values
                         )
                         p_top.sum().backward()
-                        infl += leaf["e"].grad.double().norm(dim=-1).sum(0)
+                        g = leaf["e"].grad.double().norm(dim=-1)  # (B, n)
+                        per_seq_infl.append(g.cpu())
+                        infl += g.sum(0)
                         if layer_influence:
                             rec.collect_layer_grads()
                 rec.x = [None] * L
@@ -334,6 +354,7 @@ def measure(
         num_layers=L,
         value_weights=None if rec.vnk is None else rec.vnk.div_(N).cpu().numpy(),
         layer_influence=layer_infl,
+        influence_per_sequence=torch.cat(per_seq_infl).numpy() if influence else None,
     )
 
 
