@@ -8,7 +8,7 @@ this module (done by :mod:`posflow.proofs_checks.extrapolation`) attaches them t
 =====  ===============  =====================================================================
 claim  relaxation       what is dropped
 =====  ===============  =====================================================================
-AT2    spectral_gap     γ = ‖E M‖_op < 1; here deterministic (RoPE-like) angles, |E e^{iθ}| = 1
+AT2    spectral_gap     γ = ‖E M‖_op < 1 (γ the law's own); e.g. RoPE-like angles, |φ| = 1
 AT10   bounded_logits   every logit in [-λ, λ]
 AT14   commuting        commuting SO(2) value steps; here lazy Haar O(d) steps (non-commuting)
 AT17   zero_mean        zero-mean angles; here θ ~ Unif[0, 2f] (positive mean)
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 AT10_TOL = 1e-12  # far mass below the bound by at most this is rounding
-AT2_TOL = 1e-12  # ‖E P_L‖ above γ^L by at most this is rounding
+AT2_TOL = 1e-12  # ‖E P_W‖ above ε by at most this is rounding
 AT17_TOL = 1e-12  # |E sin Σθ| up to this counts as no drift
 AT14_Z = 4.0  # Monte Carlo excess must exceed this many standard errors
 
@@ -122,55 +122,84 @@ def _describe_logits(example) -> str:
 
 
 def deterministic_angle_examples():
-    """Examples for AT2 without a spectral gap: ``{"law", "params", "L", "gamma"}`` (claim AT2).
+    """Examples for AT2 with the spectral gap dropped: ``{"law", "params", "L", "eps"}`` (AT2).
 
-    ``law`` = "deterministic" (θ_b ≡ f_b, RoPE-like, |E e^{iθ}| = 1) with 1–4 block angles f_b in
-    [-π, π]; a route length L in [1, 65536]; a proposed decay rate γ in [0, 1 - 1e-6].
+    ``law`` is "deterministic" (θ_b ≡ f_b, RoPE-like, |E e^{iθ}| = 1), "uniform" (Unif[-a_b, a_b])
+    or "normal" (N(0, σ_b²)) with 1–4 block parameters (f_b in [-π, π]; a_b, σ_b in [0, π], so
+    a_b = 0 is a degenerate law without a gap too); a route length L in [1, 65536]; a level ε in
+    [1e-6, 0.5]. γ is not drawn: it is the law's own ‖E M‖_op = max_b |φ_b|
+    (:func:`spectral_gap_violation`).
     """
 
     @st.composite
     def draw(draw):
-        params = draw(st.lists(_floats(-math.pi, math.pi), min_size=1, max_size=4))
+        law = draw(st.sampled_from(("deterministic", "uniform", "normal")))
+        lo = -math.pi if law == "deterministic" else 0.0
+        params = draw(st.lists(_floats(lo, math.pi), min_size=1, max_size=4))
         return {
-            "law": "deterministic",
+            "law": law,
             "params": params,
             "L": draw(st.integers(1, 65536)),
-            "gamma": draw(_floats(0.0, 1.0 - 1e-6)),
+            "eps": draw(_floats(1e-6, 0.5)),
         }
 
     return draw()
 
 
-def spectral_gap_violation(example) -> float:
-    """Amount by which the mean route product fails to decay like γ^L (claim AT2).
-
-    For SO(2) blocks with i.i.d. angles of characteristic value φ_b, E P_L = blockdiag_b E R(Σθ)
-    with E R(ψ_L) = [[Re φ_b^L, -Im φ_b^L], [Im φ_b^L, Re φ_b^L]], so
-
-    .. math:: v = \\|\\mathbb E P_L\\|_{op} - \\gamma^L - 10^{-12}
-              = \\max_b |\\varphi_b|^L - \\gamma^L - 10^{-12}
-
-    from the exact :func:`posflow.theory.transport.phase_moments`. Any law in ``ANGLE_LAWS``; with a
-    gap and γ ≥ max_b |φ_b|, v ≤ 0; deterministic angles give |φ_b|^L = 1 > γ^L for every γ < 1.
-    Cost O(B).
-    """
+def _gap_quantities(example) -> tuple[float, float, int, float]:
+    """(γ, ε, L_eval, ‖E P_{L_eval}‖) of an AT2 example; L_eval = W(ε) when γ < 1, else L."""
     law = _law(example)
     params = _get(example, "params")
     if not isinstance(params, list) or not params:
         raise ValueError(f"example['params'] must be a nonempty list; got {params!r}")
     L = _int(example, "L", 1)
-    gamma = _real(example, "gamma", 0.0, 1.0)
-    c, s = th.phase_moments(law, params, L)
-    return float(np.max(np.hypot(c, s)) - gamma**L) - AT2_TOL
+    eps = _real(example, "eps", 0.0, 1.0)
+    if not 0.0 < eps < 1.0:
+        raise ValueError(f"example['eps'] must lie in (0, 1); got {eps!r}")
+    log_mod = np.asarray(th.log_characteristic_modulus(law, params), dtype=float)
+    top = float(log_mod.max())
+    gamma = math.exp(top)  # γ = ‖E M‖_op = max_b |φ_b|, the law's own
+    if gamma < 1.0:
+        steps = int(th.mixing_window(gamma, eps))
+    elif top < 0.0:  # γ within rounding of 1 but a gap: the window from ln γ itself
+        steps = max(1, math.ceil(math.log(1.0 / eps) / -top))
+    else:
+        steps = L
+    # ‖E P_n‖_op = max_b |φ_b|^n = exp(n · max_b ln|φ_b|) for SO(2) blocks, exactly
+    return gamma, eps, steps, math.exp(steps * top)
+
+
+def spectral_gap_violation(example) -> float:
+    """Amount by which the mean route product is still above ε after the mixing window (AT2).
+
+    γ is the law's own ‖E M‖_op = max_b |φ_b| (φ_b the characteristic value of block b), never an
+    independent number. With the gap (γ < 1) the claim gives ‖E P_L‖ ≤ γ^L, so the mean
+    transport is below ε after W(ε) = ⌈ln(1/ε)/ln(1/γ)⌉ steps (the window of claim AT5); for
+    SO(2) blocks E P_L = blockdiag_b E R(Σθ) and ‖E P_L‖ = max_b |φ_b|^L exactly, so
+
+    .. math:: v = \\|\\mathbb E P_{L^*}\\|_{op} - \\varepsilon - 10^{-12},\\qquad
+              L^* = W(\\varepsilon) \\text{ if } \\gamma < 1, \\text{ else } L,
+
+    from the exact :func:`posflow.theory.transport.log_characteristic_modulus` (no cancellation
+    when γ ≈ 1) and :func:`posflow.theory.transport.mixing_window`. Every law with a gap gives
+    v ≤ 0; without it (γ = 1: deterministic angles, or a = σ = 0) there is no finite window and
+    ‖E P_L‖ = 1 > ε at every L. Cost O(B).
+    """
+    _, eps, _, norm = _gap_quantities(example)
+    return norm - eps - AT2_TOL
 
 
 def _describe_gap(example) -> str:
-    c, s = th.phase_moments(example["law"], example["params"], example["L"])
-    norm = float(np.max(np.hypot(c, s)))
+    gamma, eps, steps, norm = _gap_quantities(example)
+    if norm <= eps + AT2_TOL:
+        return (
+            f"{example['law']} angles {example['params']}: γ = {gamma:.15g} < 1 (a gap), "
+            f"‖E P_W‖ = {norm:.6g} ≤ ε = {eps:g} after the window W = {steps}"
+        )
     return (
-        f"{example['law']} angles {example['params']}: ‖E P_L‖ = {norm:.15g} at L = "
-        f"{example['L']}, not below γ^L = {example['gamma'] ** example['L']:.6g} "
-        f"(γ = {example['gamma']:g}); without a spectral gap the mean transport never decays"
+        f"{example['law']} angles {example['params']}: the law's own γ = ‖E M‖_op = "
+        f"{gamma:.15g}, so there is no finite mixing window; ‖E P_L‖ = {norm:.15g} at L = "
+        f"{steps}, not below ε = {eps:g}: without a spectral gap the mean transport never decays"
     )
 
 
@@ -355,7 +384,7 @@ add_relaxation(
     "AT2",
     Relaxation(
         "spectral_gap",
-        "the spectral gap γ = ‖E M‖_op < 1 (here deterministic, RoPE-like angles)",
+        "the spectral gap γ = ‖E M‖_op < 1, γ the law's own (e.g. RoPE-like angles)",
         deterministic_angle_examples,
         spectral_gap_violation,
         _describe_gap,
