@@ -1,23 +1,39 @@
-"""Claims PB15 and PB16 of [A]: measuring locally trained causal LMs.
+"""Claims PB15 and PB16: measuring causal LMs (posflow's trained toy LM; SmolLM2 in --full).
 
-PB15 trains posflow's small ALiBi LM once (cached in ``$XDG_CACHE_HOME/posflow``), measures
-λ_t, mean kernels, content and gradient influence on held-out standard-library bytes, and asks
-whether the residual-aware rollout predicts the measured influence better than the
-attention-only one. PB16 recomputes λ_t by hand from the weights and compares.
+PB15 (:mod:`posflow.proofs_checks.models_claims_pb15`) asks whether the residual-aware rollout
+predicts a measured model's gradient influence better than the attention-only rollout and a set
+of null profiles. PB16 is a convention of this code: λ_t as measured by the forward hooks equals
+a hand computation from the weights and lies in (0, 1).
 
 torch is imported inside the checks; without it both return INCONCLUSIVE.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
-from posflow.proofs_checks._common import save_figure, verdict
-from posflow.proofs_checks.registry import INCONCLUSIVE, Context, LegacyEvidence, register
+from posflow.proofs_checks.evidence import (
+    Evidence,
+    Table,
+    at_most,
+    close,
+    exact_tol,
+    fp_tol,
+    holds,
+    info,
+    undecided,
+)
+from posflow.proofs_checks.mutants import add_mutant
+from posflow.proofs_checks.registry import Context, register
 
-_NO_TORCH = LegacyEvidence(INCONCLUSIVE, summary="torch not installed")
+
+def _NO_TORCH() -> Evidence:
+    return Evidence(
+        [undecided("torch", "not installed", "the models run on torch, which is not installed")]
+    )
 
 
 def _torch():
@@ -28,100 +44,61 @@ def _torch():
     return torch
 
 
-def _held_out(record: dict, n: int, count: int, seed: int) -> np.ndarray:
-    from posflow.simulate.models.corpus import load_corpus, windows
+from posflow.proofs_checks.models_claims_pb15 import pb15  # noqa: E402  (registers PB15)
 
-    cfg = record["config"]
-    corpus = load_corpus(max_bytes=cfg["max_bytes"], seed=cfg["seed"])
-    return windows(corpus.split(cfg["valid_fraction"])[1], n, count, seed=seed)
-
-
-@register(
-    "PB15",
-    "[A]",
-    "predicted profiles match measured input-token influence better with residuals than "
-    "without: W1(residual-aware, measured) < W1(attention-only, measured), Spearman higher",
-    assumptions=("a causal LM trained locally (posflow's ALiBi LM on the standard library)",),
-)
-def pb15(ctx: Context) -> LegacyEvidence:
-    if _torch() is None:
-        return _NO_TORCH
-    from posflow.simulate.models.measure import measure
-    from posflow.simulate.models.predict import compare_profiles, predict_profiles
-    from posflow.simulate.models.train import PRESETS, cached_model
-
-    preset, n, count = ("default", 256, 64) if ctx.full else ("quick", 64, 32)
-    model, record, path = cached_model(preset)
-    ids = _held_out(record, n, count, ctx.seed)
-    m = measure(model, ids)
-    profiles = predict_profiles(m)
-    cmp = compare_profiles(profiles, m.influence)
-    a, b = cmp["attention_only"], cmp["residual"]
-    ok = b["w1"] < a["w1"] and b["spearman"] > a["spearman"]
-
-    def draw(p):
-        from posflow.proofs_checks.figures import plot_profiles
-
-        title = f"posflow {preset} ALiBi LM, n = {n}, N = {count}, L = {m.num_layers}"
-        plot_profiles({**profiles, "measured": m.influence}, title, p, logy=True)
-
-    figs = save_figure(ctx, "pb15_profiles.png", draw)
-    measured = {
-        "model": f"{preset}: {PRESETS[preset].note} ({path.name})",
-        "train_seconds": record.get("seconds"),
-        "valid_loss_nats_per_byte": record.get("valid_loss"),
-        "n": n,
-        "sequences": count,
-        "lambdas": m.lambdas,
-        "lambdas_std": m.lambdas_std,
-        **{f"w1_{k}": v["w1"] for k, v in cmp.items()},
-        **{f"spearman_{k}": v["spearman"] for k, v in cmp.items()},
-    }
-    summary = (
-        f"{preset} model, n = {n}: W1 (a) {a['w1']:.3f} → (b) {b['w1']:.3f} "
-        f"(c) {cmp['residual_content']['w1']:.3f}; Spearman (a) {a['spearman']:.2f} → "
-        f"(b) {b['spearman']:.2f} (c) {cmp['residual_content']['spearman']:.2f}"
-    )
-    return LegacyEvidence(verdict(ok), measured, figs, summary)
-
+__all__ = ["pb15", "pb16"]
 
 # --------------------------------------------------------------------------------------------
 # PB16: λ_t by hand
 
 
-def _hand_posflow(model, ids):
-    """λ_t of a posflow LM (ALiBi/NoPE) by explicit matrix algebra on the weights, float64."""
+def _hand_posflow(model, ids, dtype=None):
+    """λ_t of a posflow LM (ALiBi/NoPE) by explicit matrix algebra on its weights.
+
+    Every weight is cast to ``dtype`` (default float64) and every operation is written out:
+    pre-LayerNorm, q, k, v, causal softmax of q kᵀ/√d − m_h (i − j), the output projection a_t,
+    the per-token ratio ‖a_t‖/(‖x_t‖ + ‖a_t‖), its mean over positions, then over sequences.
+    """
     torch = _torch()
     F = torch.nn.functional
-    x = model.tok_emb.weight[ids].double()  # (B, n, D)
+    dt = torch.float64 if dtype is None else dtype
+
+    def w(p):
+        return p.detach().to(dt)
+
+    x = w(model.tok_emb.weight)[ids]  # (B, n, D)
     B, n, D = x.shape
     lam = []
     for blk in model.blocks:
         at = blk.attn
         H, d = at.n_head, at.d_head
-        h = F.layer_norm(x, (D,), blk.ln1.weight.double(), blk.ln1.bias.double(), blk.ln1.eps)
-        q, k, v = (h @ at.qkv_proj.weight.double().T).split(D, dim=-1)
+        h = F.layer_norm(x, (D,), w(blk.ln1.weight), w(blk.ln1.bias), blk.ln1.eps)
+        q, k, v = (h @ w(at.qkv_proj.weight).T).split(D, dim=-1)
         q, k, v = (t.reshape(B, n, H, d).permute(0, 2, 1, 3) for t in (q, k, v))
-        i = torch.arange(n, dtype=torch.float64)
+        i = torch.arange(n, dtype=dt)
         m = at.scheme.slopes()
-        m = torch.zeros(H, dtype=torch.float64) if m is None else torch.from_numpy(m)
+        m = torch.zeros(H, dtype=dt) if m is None else torch.from_numpy(np.asarray(m)).to(dt)
         logits = q @ k.transpose(-1, -2) / math.sqrt(d) - m[:, None, None] * (i[:, None] - i)
         logits = logits.masked_fill(i[None, :] > i[:, None], -math.inf)
         y = (torch.softmax(logits, -1) @ v).permute(0, 2, 1, 3).reshape(B, n, D)
-        a = y @ at.out_proj.weight.double().T
+        a = y @ w(at.out_proj.weight).T
         na, nx = a.norm(dim=-1), x.norm(dim=-1)
         lam.append((na / (na + nx)).mean(dim=1).mean().item())
         x = x + a
-        x = x + blk.mlp.double()(
-            F.layer_norm(x, (D,), blk.ln2.weight.double(), blk.ln2.bias.double(), blk.ln2.eps)
-        )
+        h = F.layer_norm(x, (D,), w(blk.ln2.weight), w(blk.ln2.bias), blk.ln2.eps)
+        x = x + F.gelu(h @ w(blk.mlp[0].weight).T) @ w(blk.mlp[2].weight).T
     return np.array(lam)
 
 
-def _hand_gpt2(model, ids):
+def _hand_gpt2(model, ids, dtype=None):
     """λ_t of a Hugging Face GPT-2 by hand: block inputs from output_hidden_states, a_t from
-    the weights (Conv1D: h W + b, causal softmax of q kᵀ/√d, c_proj)."""
+    the weights (Conv1D: h W + b, causal softmax of q kᵀ/√d, c_proj). ``dtype`` (default: the
+    model's) is the precision of the model run and of the hand algebra."""
     torch = _torch()
+    if dtype is not None and dtype != next(model.parameters()).dtype:
+        import copy
+
+        model = copy.deepcopy(model).to(dtype)
     with torch.no_grad():
         hs = model(input_ids=ids, output_hidden_states=True).hidden_states
     lam = []
@@ -142,35 +119,27 @@ def _hand_gpt2(model, ids):
     return np.array(lam)
 
 
-@register(
-    "PB16",
-    "[A]",
-    "λ_t measurement: per-token ‖a_t‖/(‖x_t‖+‖a_t‖) averaged over positions then sequences "
-    "lies in (0,1) and equals a hand computation",
-    assumptions=("tiny models built from configs (posflow LM, Hugging Face GPT-2)",),
-)
-def pb16(ctx: Context) -> LegacyEvidence:
-    torch = _torch()
-    if torch is None:
-        return _NO_TORCH
+def _pb16_models(ctx: Context, n: int) -> dict:
+    """The float64 models PB16 measures: the trained toy LM, a random NoPE LM, a random GPT-2
+    (when transformers is installed), and the control: a NoPE LM whose attention output
+    projections are zero (a_t = 0 exactly)."""
     import copy
 
+    torch = _torch()
     from posflow.simulate.models.lm import LM, LMConfig
-    from posflow.simulate.models.measure import mixing_coefficients
     from posflow.simulate.models.train import cached_model
 
-    rng = np.random.default_rng(ctx.seed + 16)
-    n, count = (128, 8) if ctx.full else (32, 4)
     trained, _, _ = cached_model("default" if ctx.full else "quick")
+    nope = LMConfig(n_layer=3, n_head=2, d_model=32, scheme="nope")
     models = {
-        "posflow trained ALiBi LM": copy.deepcopy(trained).double(),
-        "posflow random NoPE LM": LM(
-            LMConfig(n_layer=3, n_head=2, d_model=32, scheme="nope"), seed=ctx.seed
-        ).double(),
+        "trained ALiBi LM": copy.deepcopy(trained).double(),
+        "random NoPE LM": LM(nope, seed=ctx.seed).double(),
     }
     try:
         import transformers
-
+    except ImportError:
+        pass
+    else:
         cfg = transformers.GPT2Config(
             n_layer=3,
             n_head=2,
@@ -182,29 +151,131 @@ def pb16(ctx: Context) -> LegacyEvidence:
         )
         torch.manual_seed(ctx.seed)
         gpt2 = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
-        models["Hugging Face GPT-2 (random)"] = gpt2.double().eval()
-    except ImportError:
-        pass
+        models["random GPT-2"] = gpt2.double().eval()
+    silent = LM(nope, seed=ctx.seed + 1).double()
+    with torch.no_grad():
+        for blk in silent.blocks:
+            blk.attn.out_proj.weight.zero_()
+    return models, silent
+
+
+@register(
+    "PB16",
+    "[convention]",
+    "λ_t measurement: per-token ‖a_t‖/(‖x_t‖+‖a_t‖) averaged over positions then sequences "
+    "lies in (0,1) and equals a hand computation from the weights; λ_t = 0 when a_t = 0",
+    assumptions=("tiny models built from configs (posflow LM, Hugging Face GPT-2)",),
+)
+def pb16(ctx: Context) -> Evidence:
+    torch = _torch()
+    if torch is None:
+        return _NO_TORCH()
+    from posflow.simulate.models.measure import mixing_coefficients
+
+    rng = np.random.default_rng(ctx.seed + 16)
+    n, count = (128, 8) if ctx.full else (32, 4)
+    models, silent = _pb16_models(ctx, n)
     ids = torch.from_numpy(rng.integers(0, 256, size=(count, n)))
-    worst, inside, table = 0.0, True, {}
+    ms, rows = [], []
     for name, model in models.items():
+        hand_fn = _hand_gpt2 if "GPT-2" in name else _hand_posflow
         lam, std = mixing_coefficients(model, ids)
-        hand = _hand_gpt2(model, ids) if "GPT-2" in name else _hand_posflow(model, ids)
+        hand = hand_fn(model, ids)
+        hand32 = hand_fn(model, ids, torch.float32)
         err = float(np.abs(lam - hand).max())
-        worst = max(worst, err)
-        inside &= bool(((lam > 0) & (lam < 1)).all())
-        table[name] = {"lambdas": lam, "lambdas_std": std, "max_abs_error_vs_hand": err}
-    ok = inside and worst <= 1e-10
-    return LegacyEvidence(
-        verdict(ok),
-        {
-            "n": n,
-            "sequences": count,
-            "tolerance": 1e-10,
-            "all_in_open_unit_interval": inside,
-            "max_abs_error": worst,
-            "models": table,
-        },
-        summary=f"{len(models)} models, n = {n}: λ_t ∈ (0, 1): {inside}; "
-        f"max |hook − hand| = {worst:.1e}",
+        sens = float(np.abs(hand32 - hand).max())
+        key = name.replace(" ", "_").replace("-", "").lower()
+        ms += [
+            holds(
+                f"{key}.in_open_unit_interval",
+                bool(((lam > 0) & (lam < 1)).all()),
+                label=f"{name}: every λ_t lies in (0, 1)",
+            ),
+            at_most(
+                f"{key}.max_error_vs_hand",
+                err,
+                0.0,
+                fp_tol(
+                    sens,
+                    f"both sides run in float64 and differ only by rounding, which scales with "
+                    f"the unit roundoff: the same hand computation in float32 moves λ by "
+                    f"{sens:.2g}, so float64 rounding is ≈ 2⁻²⁹ of that (≈ {sens * 2**-29:.1g});"
+                    " the float32 gap is a generous bound on it",
+                ),
+                label=f"{name}: max_t |λ_t(hooks) − λ_t(hand)|",
+            ),
+            info(
+                f"{key}.float32_sensitivity",
+                sens,
+                label=f"{name}: max |λ(float32) − λ(float64)| of the hand computation",
+            ),
+        ]
+        rows += [[name, t, float(lam[t]), float(std[t]), float(hand[t])] for t in range(lam.size)]
+    quiet, _ = mixing_coefficients(silent, ids)
+    ms.append(
+        close(
+            "zero_attention.max_lambda",
+            float(np.abs(quiet).max()),
+            0.0,
+            exact_tol("‖a_t‖ = 0 exactly (zero output projections) gives λ = 0/(‖x_t‖ + 0) = 0"),
+            role="control",
+            label="control, NoPE LM with zero attention output: max_t λ_t",
+        )
     )
+    ms += [info("n", n, label="sequence length n"), info("sequences", count)]
+    return Evidence(
+        ms,
+        tables=[
+            Table(
+                "lambdas",
+                "λ_t per model: hooks (mean, std over sequences) and hand computation",
+                ["model", "layer t", "λ_t (hooks)", "std", "λ_t (hand)"],
+                rows,
+            )
+        ],
+        setup=f"{len(models)} float64 models and a zero-attention control, {count} random "
+        f"byte sequences of n = {n} (seed {ctx.seed} + 16); the hooks of "
+        "simulate.models.measure against explicit matrix algebra on the weights (GPT-2: block "
+        "inputs from output_hidden_states); float32 reruns of the hand computation size the "
+        "rounding.",
+    )
+
+
+# -- mutants: breaks of the λ_t hook ---------------------------------------------------------------
+_ATTN_OUT = "posflow.simulate.models._hooks:_Recorder._attn_out"
+
+
+def _norms_swapped(original):
+    @functools.wraps(original)
+    def attn_out(self, t, idx):
+        hook = original(self, t, idx)
+
+        def swapped(mod, args, out):
+            hook(mod, args, out)  # appends mean_i ‖a‖/(‖x‖+‖a‖); ‖x‖/(‖x‖+‖a‖) is 1 − it
+            self.ratios[t][-1] = 1.0 - self.ratios[t][-1]
+
+        return swapped
+
+    return attn_out
+
+
+def _ratio_of_means(original):
+    @functools.wraps(original)
+    def attn_out(self, t, idx):
+        torch = _torch()
+
+        def hook(mod, args, out):
+            a = (out if idx is None else out[idx]).detach().double()
+            na, nx = a.norm(dim=-1), self.x[t].double().norm(dim=-1)
+            ma, mx = na.mean(dim=1), nx.mean(dim=1)  # averaged before the ratio
+            self.ratios[t].append(torch.where(ma + mx > 0, ma / (ma + mx), 0.0).cpu())
+
+        return hook
+
+    return attn_out
+
+
+add_mutant(("PB15", "PB16"), "norms-swapped", _ATTN_OUT, _norms_swapped,
+           "λ_t measured as ‖x_t‖/(‖x_t‖ + ‖a_t‖): the two norms swapped")  # fmt: skip
+add_mutant("PB16", "ratio-of-means", _ATTN_OUT, _ratio_of_means,
+           "positions averaged before the ratio: mean‖a‖/(mean‖x‖ + mean‖a‖)")  # fmt: skip
