@@ -243,3 +243,31 @@ def test_threads_are_applied_and_recorded(capsys, checkpoint, monkeypatch):
         assert torch.get_num_threads() == 1
     finally:
         _threads.set_threads(before, torch=True)
+
+
+def test_english_text_sinks_and_intervals(capsys, gpt2_dir):
+    from posflow.simulate.compare import w1_normalised
+    from posflow.simulate.models.english import english_text
+    from posflow.simulate.models.predict import predict_sink_profiles
+    from posflow.simulate.models.sinks import sink_table
+
+    argv = ["--n", "16", "--num-seqs", "6", "--text", "english", "--bootstrap", "50"]
+    rc, out, err = run(capsys, gpt2_dir, *argv, "--json")
+    assert rc == 0, err
+    res = json.loads(out)
+    assert res["corpus"].startswith("English: pydoc_data.topics")
+    # the same English byte windows measured directly (GPT-2 has value norms: (d) is there)
+    model = transformers.AutoModelForCausalLM.from_pretrained(gpt2_dir, attn_implementation="eager")
+    ids = windows(list(english_text().encode("utf-8")), 16, 6, seed=0)
+    m = measure(model, ids, value_norms=True, layer_influence=True)
+    pred = predict_sink_profiles(m)
+    for k in ("value_norm", "sink_aware"):
+        np.testing.assert_allclose(res["profiles"][k], pred[k], rtol=1e-6)
+        c = res["comparison"][k]
+        assert c["w1"] == pytest.approx(w1_normalised(pred[k], m.influence), rel=1e-5)
+        lo, hi = c["w1_interval"]
+        assert 0 <= lo <= hi <= 1 and c["spearman_interval"][0] <= c["spearman_interval"][1]
+    tab = sink_table(m.attention, m.value_weights, m.layer_influence)
+    for k, v in tab.items():
+        np.testing.assert_allclose(res["sinks"][k], v, rtol=1e-5)
+    assert res["bootstrap"] == {"reps": 50, "seed": 0, "level": 0.95, "over": "sequences"}

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+
 from posflow.proofs_checks.cli._common import (
     UsageError,
     add_threads_option,
@@ -19,7 +21,7 @@ from posflow.proofs_checks.cli._common import (
     torch_device,
 )
 
-__all__ = ["add_parser", "cmd_measure", "load_model", "run_measure"]
+__all__ = ["add_parser", "cmd_measure", "load_model", "measurement_figure", "run_measure"]
 
 NEEDS_TORCH = (
     "posflow measure needs torch: pip install torch==2.13.0 'transformers>=5' "
@@ -95,6 +97,16 @@ def load_model(spec: str):
 def _sequences(args, model, tokenizer, record):
     from posflow.simulate.models.corpus import load_corpus, windows
 
+    if args.text == "english":
+        from posflow.simulate.models.english import english_text
+
+        text = english_text()
+        if tokenizer is not None:
+            tokens = tokenizer(text)["input_ids"]
+        else:
+            tokens = list(text.encode("utf-8"))
+        desc = f"English: pydoc_data.topics ({len(text)} characters, {len(tokens)} tokens)"
+        return windows(tokens, args.n, args.num_seqs, seed=args.seed), desc
     cfg = record.get("config", {})
     max_bytes = args.max_bytes or cfg.get("max_bytes", 4_000_000)
     corpus = load_corpus(args.corpus or None, max_bytes=max_bytes, seed=cfg.get("seed", 0))
@@ -115,15 +127,62 @@ def _sequences(args, model, tokenizer, record):
     return windows(tokens, args.n, args.num_seqs, seed=args.seed), corpus.description
 
 
-def run_measure(model, input_ids, *, content_scale="sqrt_d", batch_size=None, progress=False):
-    """Measure, predict and compare; returns a JSON-ready dict (profiles, distances, λ_t)."""
-    from posflow.simulate.models.measure import measure
-    from posflow.simulate.models.predict import compare_profiles, predict_profiles
+def _intervals(m, profiles, reps: int, seed: int) -> dict:
+    """95 % percentile bootstrap intervals over sequences of W1/(n−1) and Spearman ρ of each
+    predicted profile against the resampled measured influence (the prediction held fixed)."""
+    from posflow.simulate.compare import spearman, w1_normalised
 
-    m = measure(model, input_ids, batch_size=batch_size, progress=progress)
+    boot = m.bootstrap_influence(reps=reps, seed=seed)
+    out = {}
+    for name, p in profiles.items():
+        w = np.array([w1_normalised(p, b) for b in boot])
+        r = np.array([spearman(p, b) for b in boot])
+        out[name] = {
+            "w1_interval": np.percentile(w, [2.5, 97.5]).tolist(),
+            "spearman_interval": np.nanpercentile(r, [2.5, 97.5]).tolist(),
+        }
+    return out
+
+
+def run_measure(
+    model,
+    input_ids,
+    *,
+    content_scale="sqrt_d",
+    batch_size=None,
+    progress=False,
+    bootstrap=200,
+    seed=0,
+):
+    """Measure, predict and compare; returns a JSON-ready dict (profiles, distances with
+    bootstrap intervals over sequences, λ_t, and the per-layer sink table)."""
+    from posflow.simulate.models._adapters import adapter_for
+    from posflow.simulate.models.measure import measure
+    from posflow.simulate.models.predict import (
+        compare_profiles,
+        predict_profiles,
+        predict_sink_profiles,
+    )
+    from posflow.simulate.models.sinks import sink_table
+
+    blocks = adapter_for(model).blocks(model)
+    vn = adapter_for(model).value_source(blocks[0]) is not None
+    m = measure(
+        model,
+        input_ids,
+        batch_size=batch_size,
+        progress=progress,
+        value_norms=vn,
+        layer_influence=True,
+    )
     profiles = predict_profiles(m, content_scale=content_scale)
+    profiles.update(predict_sink_profiles(m))
     comparison = compare_profiles(profiles, m.influence)
+    if bootstrap:
+        for name, iv in _intervals(m, profiles, bootstrap, seed).items():
+            comparison[name].update(iv)
     _, c = m.content(content_scale)
+    sinks = sink_table(m.attention, m.value_weights, m.layer_influence)
     return {
         "architecture": m.architecture,
         "n": m.n,
@@ -137,11 +196,43 @@ def run_measure(model, input_ids, *, content_scale="sqrt_d", batch_size=None, pr
         "content_scale": content_scale,
         "content_c": c.tolist(),
         "comparison": comparison,
+        "bootstrap": {"reps": bootstrap, "seed": seed, "level": 0.95, "over": "sequences"},
+        "sinks": {k: v.tolist() for k, v in sinks.items()},
+        "influence_of_0": float(m.influence[0]),
         "profiles": {
             **{k: v.tolist() for k, v in profiles.items()},
             "measured": m.influence.tolist(),
         },
     }
+
+
+def measurement_figure(out: dict, title: str):
+    """Three panels of a measurement: λ_t by layer, the predicted and measured profiles (log
+    scale), and the per-layer sink table (a Figure spec, drawn by figures.render)."""
+    from posflow.proofs_checks.evidence import Figure, Panel, Series
+
+    L = out["num_layers"]
+    layers = list(range(L))
+    lam = np.asarray(out["lambdas"])
+    sd = np.asarray(out["lambdas_std"])
+    p_lam = Panel("mixing coefficient λ_t", "layer t", "λ_t",
+                  [Series("λ_t ± sd over sequences", layers, lam, kind="errorbar", yerr=sd,
+                          color="residual")])  # fmt: skip
+    colors = {"measured": "measured", "attention_only": "attention_only", "residual": "residual",
+              "residual_content": "residual_content", "value_norm": "#CC79A7",
+              "sink_aware": "#E69F00"}  # fmt: skip
+    prof = [
+        Series(k.replace("_", " "), list(range(len(v))), v, color=colors.get(k))
+        for k, v in out["profiles"].items()
+    ]
+    floor = float(np.min(out["profiles"]["measured"])) / 30  # keep the measured scale in view
+    p_prof = Panel("influence on the last token", "token position j", "p(j)", prof, logy=True,
+                   ylim=(floor, 1.0))  # fmt: skip
+    names = {"attention_on_0": "attention on 0", "value_share_of_0": "value-norm share of 0",
+             "gradient_influence_of_0": "gradient influence of 0"}  # fmt: skip
+    sink = [Series(names[k], layers, v, kind="line") for k, v in out["sinks"].items()]
+    p_sink = Panel("attention sink (token 0)", "layer t", "share", sink, ylim=(0, 1))
+    return Figure("measurement", title, [p_lam, p_prof, p_sink])
 
 
 def _print(out, name):
@@ -156,14 +247,34 @@ def _print(out, name):
     )
     con.print(f"  lambda_t = [{lam}]  (sum {sum(out['lambdas']):.3f})")
     con.print(f"  {out['threads']} CPU thread(s), device {out['device']}")
-    t = Table(title="predicted vs measured influence (d)")
-    for col in ("profile", "W1/(n-1)", "Spearman", "mean position", "shape"):
+    t = Table(title="predicted vs measured gradient influence (95 % bootstrap over sequences)")
+    t.add_column("profile", no_wrap=True)
+    for col in ("W1/(n-1)", "Spearman", "mean position", "shape"):
         t.add_column(col)
+
+    def iv(v, key, fmt):
+        lo_hi = v.get(key)
+        return "" if lo_hi is None else f" [{lo_hi[0]:{fmt}}, {lo_hi[1]:{fmt}}]"
+
     for k, v in out["comparison"].items():
         t.add_row(
-            k, f"{v['w1']:.4f}", f"{v['spearman']:.3f}", f"{v['mean_position']:.1f}", v["shape"]
+            k,
+            f"{v['w1']:.4f}" + iv(v, "w1_interval", ".4f"),
+            f"{v['spearman']:.3f}" + iv(v, "spearman_interval", ".3f"),
+            f"{v['mean_position']:.1f}",
+            v["shape"],
         )
     con.print(t)
+    s = Table(title="attention sink: token 0, per layer")
+    cols = [("attention_on_0", "attention on 0"), ("value_share_of_0", "value-norm share"),
+            ("gradient_influence_of_0", "gradient influence of 0 at the layer input")]  # fmt: skip
+    cols = [(k, label) for k, label in cols if k in out["sinks"]]
+    s.add_column("layer")
+    for _, label in cols:
+        s.add_column(label)
+    for t_ in range(out["num_layers"]):
+        s.add_row(str(t_), *(f"{out['sinks'][k][t_]:.3f}" for k, _ in cols))
+    con.print(s)
     if "plot" in out:
         con.print(f"  plot written to {out['plot']}")
 
@@ -180,6 +291,8 @@ def cmd_measure(args) -> int:
         raise UsageError("give either MODEL (a checkpoint) or --train, not both or neither")
     if args.n < 2:
         raise UsageError(f"--n must be at least 2; got {args.n}")
+    if args.text == "english" and args.corpus:
+        raise UsageError("--text english: cannot be combined with --corpus")
     if args.num_seqs < 1:
         raise UsageError(f"--num-seqs must be at least 1; got {args.num_seqs}")
     plot = output_file("--plot", args.plot, ".png") if args.plot else None
@@ -206,16 +319,15 @@ def cmd_measure(args) -> int:
         content_scale=args.content_scale,
         batch_size=args.batch_size,
         progress=not args.json,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
     )
     out.update(model=name, corpus=corpus, device=str(device), threads=threads)
     if plot is not None:
-        from posflow.proofs_checks.figures import plot_profiles
+        from posflow.proofs_checks.figures import render
 
         title = f"{short}, n = {out['n']}, N = {out['num_sequences']}, L = {out['num_layers']}"
-        order = ("attention_only", "residual", "residual_content", "measured")
-        out["plot"] = str(
-            plot_profiles({k: out["profiles"][k] for k in order}, title, plot, logy=True)
-        )
+        out["plot"] = str(render(measurement_figure(out, title), plot))
     if args.json:
         from posflow.proofs_checks.report import jsonable
 
@@ -261,6 +373,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="PATH",
         help="text files or folders (default: the Python standard library)",
     )
+    p.add_argument(
+        "--text",
+        choices=("code", "english"),
+        default="code",
+        help="code: Python standard library (or --corpus); english: pydoc_data.topics",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=integer(0),
+        default=200,
+        help="bootstrap resamples over sequences for the intervals (0: none; default 200)",
+    )
     p.add_argument("--max-bytes", type=integer(1), help="read at most this many corpus bytes")
     p.add_argument(
         "--seed", type=integer(0), default=0, help="which sequences are drawn (default 0)"
@@ -276,7 +400,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default="sqrt_d",
         help="content in logit units (sqrt_d) or raw q.k as in [A]'s configs",
     )
-    p.add_argument("--plot", metavar="PATH", help="write a PNG of the four profiles")
+    p.add_argument("--plot", metavar="PATH", help="write a PNG: λ_t, the profiles, the sink table")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
     p.set_defaults(func=cmd_measure)
     return p

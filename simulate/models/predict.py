@@ -12,7 +12,13 @@ Measurement` of L layers:
   (``content_scale="sqrt_d"``: divided by √d_head, the model's logit units; ``"raw"``: [A]'s
   released configs).
 
-Each is compared with the measured gradient influence (d) by the normalised W1
+and two more from :mod:`posflow.simulate.models.sinks` (:func:`predict_sink_profiles`, issue 13):
+
+* ``value_norm`` (d) — the measured λ_t through the value-norm kernels (Kobayashi et al. 2020);
+* ``sink_aware`` (e) — the measured λ_t through the sink-aware kernels (token 0's attention
+  returned to each token's own state).
+
+Each is compared with the measured gradient influence by the normalised W1
 (``scipy.stats.wasserstein_distance`` over positions, divided by n − 1) and Spearman's ρ.
 """
 
@@ -24,9 +30,11 @@ from posflow.simulate.compare import mean_position, profile_shape, spearman, w1_
 from posflow.simulate.kernels import alibi_kernel
 from posflow.simulate.rollout import influence
 
-__all__ = ["VARIANTS", "compare_profiles", "predict_profiles"]
+__all__ = ["SINK_VARIANTS", "VARIANTS", "compare_profiles", "predict_profiles",
+           "predict_sink_profiles"]  # fmt: skip
 
 VARIANTS = ("attention_only", "residual", "residual_content")
+SINK_VARIANTS = ("value_norm", "sink_aware")
 CONTENT_SCALES = ("sqrt_d", "raw")
 
 
@@ -65,6 +73,38 @@ def predict_profiles(m, *, content_scale: str = "sqrt_d") -> dict[str, np.ndarra
         "residual": influence(ks, m.lambdas),
         "residual_content": influence(kc, m.lambdas),
     }
+
+
+def predict_sink_profiles(m) -> dict[str, np.ndarray]:
+    r"""Predicted profiles (d) value-norm and (e) sink-aware of a measured model (issue 13).
+
+    .. math::
+        p = e_{n-1}^\top R_{L-1}\cdots R_0,\quad R_t = (1-\lambda_t) I + \lambda_t K_t,
+        \quad K_t = \tilde A_t \text{ (d) or } \hat A_t \text{ (e)}
+
+    (see :func:`posflow.simulate.models.sinks.value_norm_kernels` and
+    :func:`~posflow.simulate.models.sinks.sink_aware_kernels`).
+
+    Parameters
+    ----------
+    m : Measurement
+        With ``lambdas`` and ``attention``; (d) only when ``value_weights`` were recorded
+        (``measure(..., value_norms=True)``).
+
+    Returns
+    -------
+    dict
+        ``{"sink_aware": p}`` and, when available, ``"value_norm"``; cost O(L·n²).
+    """
+    from posflow.simulate.models.sinks import sink_aware_kernels, value_norm_kernels
+
+    if m.lambdas is None or m.attention is None:
+        raise ValueError("predict_sink_profiles needs lambdas and attention measured")
+    out = {}
+    if m.value_weights is not None:
+        out["value_norm"] = influence(value_norm_kernels(m.value_weights), m.lambdas)
+    out["sink_aware"] = influence(sink_aware_kernels(m.attention), m.lambdas)
+    return out
 
 
 def compare_profiles(predicted: dict, measured) -> dict[str, dict[str, float]]:
