@@ -11,7 +11,9 @@ claim  relaxation           what is dropped
 PB2    causal               causality (A lower-triangular)
 PB6    reachability         ε-reachability A_t[i, 0] ≥ ε > 0
 PB8    nonnegative_slope    ALiBi slopes m_h ≥ 0
-PB11   residual             the residual (λ_t < 1); here λ_t ≡ 1, attention only
+PB11   residual             the residual (λ_t < 1); here λ_t ≡ 1, attention only (the
+                            kernel's own diagonal A_ii, i.e. content c and the ALiBi
+                            self-weight, is kept)
 =====  ===================  ===============================================================
 """
 
@@ -301,9 +303,15 @@ def residual_violation(example) -> float:
         \\mathrm{dip} = \\min\\big(p(0), p(n-1)\\big) - \\min_{0<j<n-1} p(j),
         \\qquad v = 10^{-12} - \\mathrm{dip}.
 
-    A U has an interior minimum strictly below both ends (dip > 0); ``v > 0`` exactly when the
-    profile has none (dip ≤ 1e-12: monotone, flat, or collapsed onto token 0). Needs n ≥ 3.
-    Cost O(T·n·H).
+    ``v > 0`` exactly when the attention-only profile has no interior point below both ends
+    (dip ≤ 1e-12: monotone, flat, or collapsed onto token 0), not even the weakest dip. Needs
+    n ≥ 3. Cost O(T·n·H).
+
+    What a violation shows, precisely: *this* attention-only kernel has no dip at depth T. The
+    kernel's own diagonal is kept: with diagonal content c the kernel is itself lazy,
+    ``A = (1 − κ_i) I + κ_i A_0`` row by row, and where diagonal content alone makes a dip the
+    example is *not* a violation (v < 0). So a counterexample shows that dropping the residual
+    can remove the U; it does not show that every U needs the residual.
     """
     p = _attention_only_profile(example)
     dip = min(p[0], p[-1]) - p[1:-1].min()
@@ -322,10 +330,14 @@ def _describe_residual(example) -> str:
         shape = "nondecreasing (recency), so no U"
     else:
         shape = "no interior minimum below both ends, so no U"
+    A_diag = alibi_kernel(p.size, example["slopes"], example["content"]).diagonal()
     return (
         f"attention only (λ ≡ 1, T = {example['T']}): p(0) = {p[0]:.6g}, "
         f"p(n-1) = {p[-1]:.6g}, least interior p({j}) = {p[j]:.6g}, global argmin "
-        f"{int(np.argmin(p))}; {shape}"
+        f"{int(np.argmin(p))}; {shape}. The kernel's own diagonal (content "
+        f"{example['content']}, largest self-weight A_ii = {float(A_diag[1:].max()):.4g}) is "
+        "kept and makes no dip here: this attention-only kernel has no U, which does not mean "
+        "that every U needs the residual (diagonal content alone can make one)"
     )
 
 
@@ -363,7 +375,9 @@ add_relaxation(
     "PB11",
     Relaxation(
         "residual",
-        "the residual (λ_t < 1): here λ_t ≡ 1, attention only",
+        "the residual (λ_t < 1): here λ_t ≡ 1, attention only, the kernel's own diagonal "
+        "(content, ALiBi self-weight) kept; a U that diagonal content alone makes is no "
+        "violation",
         no_residual_examples,
         residual_violation,
         _describe_residual,
