@@ -49,9 +49,10 @@ def geometric_recency(n, mean, *, iterations: int = 200) -> tuple[np.ndarray, np
     """Geometric profile p(j) ∝ r^{n−1−j} with mean position ``mean`` (claim PB15).
 
     The mean position of p decreases strictly in θ = log r (from n−1 at θ → −∞ to 0 at θ → +∞),
-    so θ is found by bisection on [−θ_max, θ_max], θ_max = 745 / (n − 1) (beyond it every weight
-    but one end's underflows); ``iterations`` = 200 halvings reach the float64 resolution of θ.
-    A mean of 0 or n − 1 gives the point mass at that end (up to e^{−745}).
+    so θ is found by bisection on [−700, 700] (e^700 stays below the float64 maximum; there
+    every weight but one end's is below 1e-304 of that end's); ``iterations`` = 200 halvings
+    reach the float64 resolution of θ. A mean of 0 or n − 1 gives the point mass at that end
+    (up to e^{−700} per other position).
 
     Parameters
     ----------
@@ -65,7 +66,7 @@ def geometric_recency(n, mean, *, iterations: int = 200) -> tuple[np.ndarray, np
     """
     n = _n(n)
     mu = _means(mean, n)
-    top = 745.0 / (n - 1)
+    top = 700.0
     lo = np.full(mu.shape, -top)
     hi = np.full(mu.shape, top)
     j = np.arange(n, dtype=np.float64)

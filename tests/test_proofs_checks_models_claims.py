@@ -1,4 +1,7 @@
-"""Claims PB15 and PB16 on a tiny cached model (the quick preset is swapped for a tiny one)."""
+"""Claims PB15 and PB16 (the quick preset is swapped for the tiny one where a model is trained),
+and PB15's pieces against independent references: the batched metrics against scipy, the batched
+rollouts against posflow.simulate.rollout, one-sequence measurements against a batched one, and
+the verdict rule on hand-made bootstrap replicates."""
 
 import numpy as np
 import pytest
@@ -6,50 +9,231 @@ import pytest
 pytest.importorskip("torch")
 
 from posflow.proofs_checks import models_claims
-from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context, get_claim
+from posflow.proofs_checks import models_claims_pb15 as P
+from posflow.proofs_checks.evidence import FAILS, HOLDS, INCONCLUSIVE
+from posflow.proofs_checks.registry import Context, get_claim
+from posflow.simulate.compare import spearman, w1_normalised
 from posflow.simulate.models import train as T
 
 
 @pytest.fixture
 def tiny_quick(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setitem(T.PRESETS, "quick", T.PRESETS["tiny"])
     return tmp_path
 
 
-def test_claims_are_registered():
-    assert get_claim("PB15").check is models_claims.pb15
+def test_claims_are_registered_with_honest_tags():
+    assert get_claim("PB15").check is models_claims.pb15 is P.pb15
     assert get_claim("PB16").check is models_claims.pb16
+    assert get_claim("PB16").source == "[convention]"
+    assert get_claim("PB15").source == "[A, ours]"
 
 
-def test_pb15_verdict_follows_the_measured_distances(tiny_quick):
-    ev = models_claims.pb15(Context(out=tiny_quick / "out"))
-    m = ev.measured
-    ok = (
-        m["w1_residual"] < m["w1_attention_only"]
-        and m["spearman_residual"] > m["spearman_attention_only"]
+# -- PB15: the pieces ---------------------------------------------------------------------------
+
+
+def test_batched_metrics_equal_the_library_row_by_row():
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(40), size=12)
+    q = rng.dirichlet(np.ones(40), size=12)
+    q[3] = p[3]  # identical rows
+    q[5, :10] = q[5, 10:20]  # ties in the ranks
+    w = P.batched_w1(p, q)
+    r = P.batched_spearman(p, q)
+    for k in range(12):
+        assert abs(w[k] - w1_normalised(p[k], q[k])) < 1e-14
+        assert abs(r[k] - spearman(p[k], q[k])) < 1e-12
+    assert w[3] == 0.0 and abs(r[3] - 1) < 1e-12
+
+
+def _fake_data(rng, N=6, L=3, H=2, n=9):
+    A = rng.random((N, L, n, n)) * np.tril(np.ones((n, n)))
+    A /= A.sum(axis=-1, keepdims=True)
+    return P.PerSequence(
+        attention=A,
+        lambdas=rng.uniform(0.05, 0.9, (N, L)),
+        content=rng.normal(0, 2, (N, L, H)),
+        influence=rng.random((N, n)) + 0.01,
+        slopes=np.array([0.0, 0.7])[:H],
     )
-    assert ev.status == (HOLDS if ok else FAILS)
-    assert len(m["lambdas"]) == 2 and ((m["lambdas"] > 0) & (m["lambdas"] < 1)).all()
-    assert all(0 <= m[f"w1_{k}"] <= 1 for k in ("attention_only", "residual", "residual_content"))
-    assert ev.figures and (tiny_quick / "out" / "figures" / "pb15_profiles.png").is_file()
 
 
-def test_pb16_holds_and_fails_when_the_hand_computation_disagrees(tiny_quick, monkeypatch):
+def test_batched_rollouts_equal_the_library_rollout():
+    from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
+    from posflow.simulate.rollout import influence
+
+    rng = np.random.default_rng(7)
+    data = _fake_data(rng)
+    N, L = data.lambdas.shape
+    n = data.influence.shape[1]
+    W = rng.multinomial(N, np.full(N, 1 / N), size=5) / N
+    perm = np.array([2, 0, 1])
+    got = P.batched_rollouts(data, W, perm, chunk=2)  # chunks of 2 replicates
+    for b, w in enumerate(W):
+        A = np.tensordot(w, data.attention, axes=1)
+        lam = w @ data.lambdas
+        c = np.tensordot(w, data.content, axes=1)
+        ks = [dense_kernel(A[t]) for t in range(L)]
+        kc = [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
+        ref = {
+            "b": influence(ks, lam),
+            "a": influence(ks, np.ones(L)),
+            "shuffled": influence(ks, lam[perm]),
+            "uniform": influence(uniform_kernel(n), lam),
+            "b_param": influence(kc, lam),
+            "a_param": influence(kc, np.ones(L)),
+        }
+        for k, v in ref.items():
+            np.testing.assert_allclose(got[k][b], v, rtol=0, atol=1e-14, err_msg=k)
+        g = w @ data.influence
+        np.testing.assert_allclose(got["measured"][b], g / g.sum(), atol=1e-15)
+        np.testing.assert_allclose(got["lambdas"][b], lam, atol=1e-15)
+
+
+def test_bootstrap_replicate_zero_is_the_full_sample_and_the_library_agrees():
+    data = _fake_data(np.random.default_rng(1))
+    bs = P.bootstrap(data, 50, seed=0)
+    assert bs.library_gap < 1e-13
+    assert bs.measured.shape == (51, 9) and bs.lambdas.shape == (51, 3)
+    np.testing.assert_allclose(bs.lambdas[0], data.lambdas.mean(axis=0), atol=1e-15)
+    # the nulls are fitted to each replicate's measured mean position
+    mu = bs.measured @ np.arange(9)
+    np.testing.assert_allclose(bs.profiles["geometric"] @ np.arange(9), mu, atol=1e-8)
+    assert not (bs.perm == np.arange(3)).any()
+    again = P.bootstrap(data, 50, seed=0)
+    np.testing.assert_array_equal(again.w1["b"], bs.w1["b"])  # seeded
+
+
+def _bootstrap_with(diffs: dict, B=1000):
+    """A Bootstrap whose W1(b) − W1(x) replicates are ``diffs[x]`` (uniform draws)."""
+    rng = np.random.default_rng(0)
+    w1 = {"b": np.full(B + 1, 0.5)}
+    for x in P.RIVALS:
+        lo, hi = diffs[x]
+        d = np.concatenate([[(lo + hi) / 2], rng.uniform(lo, hi, B)])
+        w1[x] = 0.5 - d
+    z = np.zeros((B + 1, 4))
+    return P.Bootstrap({}, z, z[:, :3], w1, {}, z[:, 0], z[:, 0], np.arange(3), 0.0)
+
+
+def test_the_verdict_rule_on_hand_made_replicates():
+    bs = _bootstrap_with(
+        {
+            "a": (-0.3, -0.1),  # below 0: beaten
+            "geometric": (-0.01, 0.02),  # contains 0: undecided
+            "linear": (0.01, 0.02),  # above 0: (b) is worse
+            "uniform": (0.0, 0.0),  # identical profiles: not beaten
+            "shuffled": (-0.02, -0.01),
+        }
+    )
+    ms, rows = P._judge("m", "model", bs, 0.99, 10)
+    by = {m.key: m for m in ms}
+    assert by["m.w1_b_minus_a"].passed is True
+    assert by["m.w1_b_minus_geometric"].test == "undecided"
+    assert by["m.w1_b_minus_linear"].passed is False
+    assert by["m.w1_b_minus_uniform"].passed is False
+    assert by["m.w1_b_minus_shuffled"].passed is True
+    assert [r[4] for r in rows] == ["beats", "?", "no", "no", "beats"]
+    # the interval is the 0.5 % … 99.5 % percentile of the replicates
+    lo, hi = P._interval(bs.w1["b"] - bs.w1["a"], 0.99)
+    assert -0.3 < lo < -0.29 and -0.11 < hi < -0.1
+
+
+def test_subjects_are_the_toy_model_and_smollm2_only_in_full(monkeypatch):
+    monkeypatch.setattr(P, "_smollm2_installed", lambda: True)
+    assert [s.tag for s in P.subjects(Context())] == ["toy"]
+    assert [s.tag for s in P.subjects(Context(size="full"))] == ["toy", "smollm2"]
+    monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
+    assert [s.tag for s in P.subjects(Context(size="full"))] == ["toy"]
+
+
+def test_one_sequence_at_a_time_equals_one_batched_measurement():
+    import torch
+
+    from posflow.simulate.models.lm import LM, LMConfig
+    from posflow.simulate.models.measure import measure
+
+    model = LM(LMConfig(n_layer=2, n_head=2, d_model=16), seed=2).double()
+    ids = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (5, 12)))
+    per = P.measure_per_sequence(model, ids)
+    m = measure(model, ids)
+    np.testing.assert_allclose(per.lambdas.mean(0), m.lambdas, atol=1e-14)
+    np.testing.assert_allclose(per.attention.mean(0), m.attention.mean(1), atol=1e-14)
+    np.testing.assert_allclose(per.content.mean(0), m.content("sqrt_d")[1], atol=1e-12)
+    g = per.influence.mean(0)
+    np.testing.assert_allclose(g / g.sum(), m.influence, atol=1e-14)
+    np.testing.assert_allclose(per.slopes, m.slopes)
+
+
+# -- PB15 and PB16 end to end -------------------------------------------------------------------
+
+
+def test_pb15_verdict_follows_the_intervals(tiny_quick):
+    ev = models_claims.pb15(Context())
+    rows = {r[0]: r for r in ev.table("toy.differences").rows}
+    assert set(rows) == set(P.RIVALS)
+    for x, (_, _point, lo, hi, beats) in rows.items():
+        m = ev[f"toy.w1_b_minus_{x}"]
+        assert lo <= hi and m.value == hi
+        if beats == "beats":
+            assert m.passed is True and hi < 0
+        elif beats == "?":
+            assert m.test == "undecided" and lo < 0 <= hi
+        else:
+            assert m.passed is False and lo >= -1e-9
+    failed = any(r[4] == "no" for r in rows.values())
+    undecided = any(r[4] == "?" for r in rows.values())
+    assert ev.status == (FAILS if failed else INCONCLUSIVE if undecided else HOLDS)
+    assert ev["toy.verdict"].value == ev.status  # one model: its sub-verdict is the verdict
+    assert ev["toy.library_vs_batched_rollout"].passed
+    assert ev["toy.n"].value == T.PRESETS["tiny"].train.seq_len  # its training length
+    assert ev["toy.layers"].value == 2
+    lam = ev.table("toy.lambdas").rows
+    assert len(lam) == 2 and all(0 < r[1] < 1 and r[2] <= r[1] <= r[3] for r in lam)
+    assert abs(ev["toy.sum_lambda"].value - sum(r[1] for r in lam)) < 1e-12
+    assert "not a test of depth" in ev["toy.depth"].value
+    prof = {r[0]: r for r in ev.table("toy.profiles").rows}
+    assert set(prof) == {*P.PREDICTED, *P.NULLS, "measured"}
+    for k in (*P.PREDICTED, *P.NULLS):
+        assert 0 <= prof[k][3] <= prof[k][2] <= prof[k][4] <= 1  # W1 inside its interval
+        assert abs(prof[k][2] - ev[f"toy.w1_{k}"].value) < 1e-15
+    # the geometric null has the measured mean position
+    assert abs(prof["geometric"][8] - prof["measured"][8]) < 1e-6
+    (fig,) = ev.figures
+    assert fig.name == "pb15_toy" and len(fig.panels) == 3
+
+
+def test_pb16_holds_and_fails_when_the_hand_computation_disagrees(monkeypatch):
     ev = models_claims.pb16(Context())
     assert ev.status == HOLDS
-    assert ev.measured["max_abs_error"] <= 1e-10
-    assert "Hugging Face GPT-2 (random)" in ev.measured["models"]
+    for name in ("trained_alibi_lm", "random_nope_lm", "random_gpt2"):
+        m = ev[f"{name}.max_error_vs_hand"]
+        assert m.passed and m.tol.kind == "floating-point"
+        # the tolerance is the float32 gap: far above float64 rounding, far below a real error
+        assert 0 < m.tol.value < 1e-5
+        assert ev[f"{name}.in_open_unit_interval"].passed
+    assert ev["zero_attention.max_lambda"].value == 0.0
+    assert ev["zero_attention.max_lambda"].role == "control"
+    assert len(ev.table("lambdas").rows) == 3 + 3 + 3
     hand = models_claims._hand_posflow
-    monkeypatch.setattr(models_claims, "_hand_posflow", lambda m, i: hand(m, i) + 1e-6)
-    assert models_claims.pb16(Context()).status == FAILS
+    monkeypatch.setattr(
+        models_claims, "_hand_posflow", lambda m, i, dtype=None: hand(m, i, dtype) + 1e-4
+    )
+    bad = models_claims.pb16(Context())
+    assert bad.status == FAILS
+    assert {m.key for m in bad.failed} == {
+        "trained_alibi_lm.max_error_vs_hand",
+        "random_nope_lm.max_error_vs_hand",
+    }
 
 
 def test_without_torch_both_are_inconclusive(monkeypatch):
     monkeypatch.setattr(models_claims, "_torch", lambda: None)
     for check in (models_claims.pb15, models_claims.pb16):
         ev = check(Context())
-        assert ev.status == INCONCLUSIVE and ev.summary == "torch not installed"
+        assert ev.status == INCONCLUSIVE and "torch" in ev.summary
 
 
 def test_hand_computation_is_not_the_hook():
@@ -63,3 +247,21 @@ def test_hand_computation_is_not_the_hook():
     a = models_claims._hand_posflow(model, ids)
     model.blocks[0].attn.scheme.m *= 3
     assert abs(models_claims._hand_posflow(model, ids) - a).max() > 1e-8
+
+
+def test_hand_computation_by_hand_on_one_token():
+    """One token: attention is the identity, so a = W_O W_V LN(x) and λ = ‖a‖/(‖x‖ + ‖a‖)."""
+    import torch
+
+    from posflow.simulate.models.lm import LM, LMConfig
+
+    model = LM(LMConfig(n_layer=1, n_head=2, d_model=8, scheme="nope"), seed=4).double()
+    ids = torch.tensor([[65]])
+    blk = model.blocks[0]
+    with torch.no_grad():
+        x = model.tok_emb.weight[65]
+        h = torch.nn.functional.layer_norm(x, (8,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
+        v = blk.attn.qkv_proj.weight[16:] @ h
+        a = blk.attn.out_proj.weight @ v
+        ref = float(a.norm() / (x.norm() + a.norm()))
+    assert abs(models_claims._hand_posflow(model, ids)[0] - ref) < 1e-14
