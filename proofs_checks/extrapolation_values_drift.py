@@ -120,22 +120,22 @@ def at16(ctx: Context) -> Evidence:
             label=f"max_(b, L ∈ {dists}) ||phase_moments| − 1|",
         ),
         close(
-            "gamma_rope",
-            law.gamma,
-            1.0,
+            "spectral_gap_rope",
+            1.0 - law.gamma,
+            0.0,
             fp_tol(1e-14, "|e^{is}| = hypot(cos s, sin s): ≤ 3·ε = 6.7e-16"),
-            label="γ = max_b |E e^{iθ_b}| of the RoPE law",
+            label="spectral gap 1 − γ, γ = max_b |E e^{iθ_b}| of the RoPE law",
         ),
-        at_least(
-            "route_mean_min",
-            route_min,
-            1.0,
+        at_most(
+            "route_mean_decay",
+            1.0 - route_min,
+            0.0,
             fp_tol(
                 1e-12,
                 "the mean of 64 equal unit phasors e^{iψ} (ψ a running sum of angles), |·| by "
                 "√(cos² + sin²): ≤ (64 + 3)·ε = 1.5e-14; 1e-12 with margin",
             ),
-            label=f"min_(b, n ≤ {n_max}) |Ê e^{{iψ_b(n)}}| over 64 RoPE routes (simulate)",
+            label=f"decay 1 − min_(b, n ≤ {n_max}) |Ê e^{{iψ_b(n)}}|, 64 RoPE routes (simulate)",
         ),
         at_most(
             "control_uniform_route_mean",

@@ -132,7 +132,8 @@ def test_at16_blocks_outside_training_by_a_plain_loop(results):
     assert ev["unwrapped_blocks"].value == sum(
         512 * 10000.0 ** (-2 * b / 96) < 2 * math.pi for b in range(48)
     )
-    assert ev["gamma_rope"].value == pytest.approx(1.0, abs=1e-15)
+    assert ev["spectral_gap_rope"].value == pytest.approx(0.0, abs=1e-15)
+    assert ev["route_mean_decay"].value == pytest.approx(0.0, abs=1e-14)
     assert ev["control_uniform_route_mean"].value < 0.2
 
 
