@@ -82,7 +82,7 @@ def at10(ctx: Context) -> Evidence:
     direct = _DIGEST_M / (_DIGEST_M + K * np.exp(2 * lam))
     formula_err = float(np.max(np.abs(bounds / direct - 1)))
     digest_err = float(np.max(np.abs(bounds - _DIGEST) / _DIGEST_UNIT))
-    starts = 40 if ctx.full else 12
+    starts = 40 if ctx.full else 8
     n_random = 20_000 if ctx.full else 5_000
     rows, attain_err, opt_err, rand_gap = [], 0.0, 0.0, np.inf
     for k, m, lm in ((3, 12, 2.0), (1, 5, 0.5), (5, 40, 1.0), (K, 10, lam)):
