@@ -1,4 +1,4 @@
-"""Claims AT1–AT19 of [B], "Why Do Accumulated Transformations Extrapolate?".
+"""Claims AT1–AT20 of [B], "Why Do Accumulated Transformations Extrapolate?".
 
 Importing this module registers one check per claim (catalog: CLAIMS.md, or ``posflow claims``)
 and attaches the AT relaxations of :mod:`posflow.proofs_checks.relaxations_at`. The checks live in
@@ -11,8 +11,9 @@ module                                 claims
 ``extrapolation_mixing``               AT1 characteristic decay, AT2 product means, AT3 Haar
                                        mean, AT4 Householder steps
 ``extrapolation_windows``              AT5 L-free window, AT6 per-block windows (d_h = 96)
-``extrapolation_scores``               AT7 Lévy, AT8 Hoeffding, AT9 score gap, AT10 far-mass
-                                       lower bound, AT11 logit bound
+``extrapolation_tails``                AT7 Lévy tail, AT8 the I₀ tail of block-rotated scores,
+                                       AT9 the far-score maximum
+``extrapolation_scores``               AT10 far-mass lower bound, AT11 logit bound
 ``extrapolation_stylized``             AT12 near-signal decay, AT13 ALiBi far mass, AT19 the
                                        stylized single-layer comparison
 ``extrapolation_values``               AT14 value-side incoherence, AT15 M^{-1/2} scaling,
@@ -22,8 +23,8 @@ module                                 claims
 =====================================  =====================================================
 
 Shared helpers (tolerances, scheme colours, the cached stylized sweep) are in
-:mod:`posflow.proofs_checks.extrapolation_common`. All nineteen quick checks together take about
-20–30 s on one core; the stylized sweep they share (AT12, AT13, AT19) is most of it.
+:mod:`posflow.proofs_checks.extrapolation_common`. Every check returns
+:class:`~posflow.proofs_checks.evidence.Evidence` and registers the mutants it must catch.
 """
 
 from __future__ import annotations
