@@ -16,8 +16,8 @@ module                                 claims
 ``extrapolation_scores``               AT10 far-mass lower bound, AT11 logit bound
 ``extrapolation_stylized``             AT12 near-signal decay, AT13 ALiBi far mass, AT19 the
                                        stylized single-layer comparison
-``extrapolation_values``               AT14 value-side incoherence, AT15 M^{-1/2} scaling,
-                                       AT16 RoPE has no gap, AT17 zero-mean angles
+``extrapolation_values``               AT14 value-side incoherence, AT15 M^{-1/2} scaling
+``extrapolation_values_drift``         AT16 RoPE has no gap, AT17 zero-mean angles
 ``extrapolation_identities``           AT18 implementation identities
 ``extrapolation_trained``              AT20 trained small models extrapolating (saved runs)
 =====================================  =====================================================

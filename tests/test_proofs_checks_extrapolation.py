@@ -49,8 +49,10 @@ def test_relaxations_are_attached_to_their_claims():
 def test_relaxations_reject_bad_examples():
     with pytest.raises(ValueError, match="near_logits"):
         bounded_logits_violation({"near_logits": [], "far_logits": [0.0], "lam": 1.0})
-    with pytest.raises(ValueError, match="gamma"):
+    with pytest.raises(ValueError, match="eps"):  # γ comes from the law; ε is required
         spectral_gap_violation({"law": "deterministic", "params": [0.1], "L": 3})
+    with pytest.raises(ValueError, match="eps"):
+        spectral_gap_violation({"law": "deterministic", "params": [0.1], "L": 3, "eps": 1.5})
     with pytest.raises(ValueError, match="law"):
         zero_mean_violation({"law": "cauchy", "f": 0.1, "n": 3})
     with pytest.raises(ValueError, match="distances"):
