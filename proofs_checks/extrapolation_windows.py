@@ -71,9 +71,11 @@ def _far_law(log_c, log_c2, weights, lo, hi):
 @register(
     "AT5",
     "[B]",
-    "the mixing window W(ε) = ⌈ln(1/ε)/ln(1/γ)⌉ does not depend on context length: the law of "
-    "a far score at distance ≥ W is the same at L = 512 and L = 65536",
-    assumptions=("steps i.i.d. with spectral gap γ < 1",),
+    "the mixing window W(ε) = ⌈ln(1/ε)/ln(1/γ)⌉ does not depend on context length: with [B]'s "
+    "law (d_h = 96) per block, W_b(ε) from the step law alone, and the far-score law at a fixed "
+    "distance is the same at L = 512 and 65536 (at a random far distance it differs: more "
+    "blocks have mixed at 65536, and the global W ≈ 2e9 exceeds every L)",
+    assumptions=("steps i.i.d. with spectral gap γ < 1", "θ_b ~ Unif[-f_b, f_b], d_h = 96"),
 )
 def at5(ctx: Context) -> Evidence:
     """Claim AT5 with [B]'s own law (d_h = 96, θ_b ~ Unif[−f_b, f_b]).
