@@ -1,4 +1,5 @@
-"""Claims PB1–PB7 of [A]: closure, the diagonal identity and bound, collapse and its dichotomy.
+"""Claims PB1–PB3 of [A]: closure, the diagonal identity and the diagonal bound (PB4–PB7 in
+:mod:`posflow.proofs_checks.position_bias_depth`).
 
 Each check pairs an exact statement from :mod:`posflow.theory.rollout` with a numeric experiment
 from :mod:`simulate` and returns the measured evidence; the verdict comes from the comparison. The
@@ -11,9 +12,8 @@ import functools
 import types
 
 import numpy as np
-import sympy as sp
 
-from posflow.proofs_checks._common import random_causal, random_layers, save_figure, verdict
+from posflow.proofs_checks._common import random_layers
 from posflow.proofs_checks.evidence import (
     Evidence,
     at_least,
@@ -32,12 +32,10 @@ from posflow.proofs_checks.mutant_library import (
     scaled_argument,
 )
 from posflow.proofs_checks.mutants import add_mutant
-from posflow.proofs_checks.registry import INCONCLUSIVE, Context, LegacyEvidence, register
-from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
-from posflow.simulate.rollout import constant, diagonal, influence, power_decay, rollout_matrix
+from posflow.proofs_checks.registry import Context, register
+from posflow.simulate.kernels import alibi_kernel, uniform_kernel
+from posflow.simulate.rollout import diagonal, power_decay, rollout_matrix
 from posflow.theory import rollout as th
-
-_t = sp.Symbol("t", integer=True, nonnegative=True)
 
 
 def _dense_reference(ks, lam):
@@ -270,238 +268,8 @@ _EQ_REASON = (
 )
 
 
-def _log_product_bound(lam0, beta, delta, T, tail=10**7):
-    """log ∏_{t≥0}(1 − λ_t δ) for λ_t = λ0/(t+1)^β, β > 1: exact sum to ``tail`` plus a bound.
-
-    For x = λ_t δ ≤ 1/2, log(1 − x) ≥ −x − x², so the tail beyond ``tail`` is bounded below by
-    −∫ (λ0 δ s^{−β} + (λ0 δ)² s^{−2β}) ds from ``tail``.
-    """
-    lam = power_decay(lam0, beta, tail)
-    head = np.log1p(-lam * delta).sum()
-    a = lam0 * delta
-    rest = a * tail ** (1 - beta) / (beta - 1) + a * a * tail ** (1 - 2 * beta) / (2 * beta - 1)
-    return head - rest
-
-
-@register(
-    "PB4",
-    "[A, D]",
-    "no collapse when Σλ_t δ_t < ∞ (e.g. λ_t = λ0/(t+1)^β, β > 1): inf_T min_i P_ii > 0",
-    assumptions=("Σ λ_t δ_t < ∞", "λ_t δ_t < 1"),
-)
-def pb4(ctx: Context) -> LegacyEvidence:
-    T_max = 10**5 if ctx.full else 10**4
-    n = 10**4 if ctx.full else 256
-    checkpoints = [10**k for k in range(1, int(np.log10(T_max)) + 1)]
-    rows, ok = [], True
-    for name, K in (("uniform", uniform_kernel(n)), ("alibi m=0.05", alibi_kernel(n, 0.05))):
-        delta = float(np.max(1 - K.diagonal()))
-        for beta in (1.5, 2.0):
-            sym = th.collapses(sp.Rational(1, 2) / (_t + 1) ** sp.nsimplify(beta), _t)
-            bound = _log_product_bound(0.5, beta, delta, T_max)
-            mins = [
-                float(diagonal(K, power_decay(0.5, beta, T), log=True).min()) for T in checkpoints
-            ]
-            p_first = influence(K, power_decay(0.5, beta, T_max))[0]
-            holds = sym is False and min(mins) >= bound - 1e-12 and p_first < 0.99
-            ok &= holds
-            rows.append(
-                {
-                    "kernel": name,
-                    "beta": beta,
-                    "collapses_symbolic": sym,
-                    "log_min_Pii_at": dict(zip(map(str, checkpoints), mins, strict=True)),
-                    "log_infinite_product_bound": bound,
-                    "P_last_0_at_Tmax": p_first,
-                }
-            )
-    return LegacyEvidence(
-        verdict(ok),
-        {"n": n, "T_max": T_max, "cases": rows},
-        summary=f"n = {n}, depth up to {T_max}: min P_ii stays above ∏(1−λδ) > 0",
-    )
-
-
-@register(
-    "PB5",
-    "[A, W, D]",
-    "collapse onto token 0 when Σλ_t = ∞ and A_t[i,0] ≥ ε: 1 − P[i,0] ≤ exp(−ε Σλ_t)",
-    assumptions=("A_t[i,0] ≥ ε > 0 for every i, t",),
-)
-def pb5(ctx: Context) -> LegacyEvidence:
-    n = 64
-    T_max = 20000 if ctx.full else 5000
-    rng = np.random.default_rng(ctx.seed + 5)
-    A = random_causal(rng, n, floor=0.01)
-    kernels = {"uniform": uniform_kernel(n), "random causal (ε ≥ 0.01)": dense_kernel(A)}
-    schedules = {
-        "λ ≡ 1": lambda T: constant(1.0, T),
-        "λ ≡ 0.2": lambda T: constant(0.2, T),
-        "λ = 0.5/(t+1)": lambda T: power_decay(0.5, 1.0, T),
-    }
-    Ts = [1, 3, 10, 30, 100, 300, 1000, 3000, T_max]
-    out, ok, worst = [], True, -np.inf
-    for kname, K in kernels.items():
-        eps = float(K.dense()[:, 0].min())
-        for sname, sched in schedules.items():
-            lam_full = sched(T_max)
-            gaps = []
-            for T in Ts:
-                lam = lam_full[:T]
-                P = rollout_matrix(K, lam)
-                gap = P[:, 1:].sum(axis=1)  # 1 − P[i,0] without cancellation
-                log_bound = -eps * lam.sum()
-                with np.errstate(divide="ignore"):
-                    excess = float(np.max(np.log(np.maximum(gap[1:], 1e-300)) - log_bound))
-                worst = max(worst, excess)
-                gaps.append(float(gap[-1]))
-            sym = th.collapses(
-                {
-                    "λ ≡ 1": sp.Integer(1),
-                    "λ ≡ 0.2": sp.Rational(1, 5),
-                    "λ = 0.5/(t+1)": sp.Rational(1, 2) / (_t + 1),
-                }[sname],
-                _t,
-            )
-            ok &= sym is True
-            out.append(
-                {
-                    "kernel": kname,
-                    "schedule": sname,
-                    "epsilon": eps,
-                    "collapses_symbolic": sym,
-                    "one_minus_P_last0": dict(zip(map(str, Ts), gaps, strict=True)),
-                }
-            )
-    ok &= worst <= 1e-9
-    ref = {r["kernel"] + " / " + r["schedule"]: r["one_minus_P_last0"] for r in out}
-    u = ref["uniform / λ ≡ 1"]
-    return LegacyEvidence(
-        verdict(ok),
-        {"n": n, "T_max": T_max, "max_log_excess_over_bound": worst, "cases": out},
-        summary=f"bound never exceeded (max log excess {worst:.2f}); uniform λ≡1: "
-        f"1−P = {u['10']:.2g} at T = 10",
-    )
-
-
-def _decade_slopes(K, lam0, beta, Ts):
-    logs = []
-    for T in Ts:
-        p = influence(K, power_decay(lam0, beta, T))
-        logs.append(float(np.log(p[1:].sum())))
-    return np.array(logs)
-
-
-@register(
-    "PB6",
-    "[A]",
-    "dichotomy: collapse ⇔ Σλ_t = ∞ (given δ_t ≥ δ > 0 and ε-reachability)",
-    assumptions=("δ_t ≥ δ > 0", "A_t[i,0] ≥ ε > 0 (ε-reachability)"),
-)
-def pb6(ctx: Context) -> LegacyEvidence:
-    n = 64
-    K = uniform_kernel(n)
-    T_max = 10**5 if ctx.full else 10**4
-    Ts = [T_max // 100, T_max // 10, T_max]
-    rows, ok = [], True
-    figs_data = {}
-    for beta in (0.5, 1.0, 1.5, 2.0):
-        sym = th.collapses(sp.Rational(1, 2) / (_t + 1) ** sp.nsimplify(beta), _t)
-        logs = _decade_slopes(K, 0.5, beta, Ts)
-        s1, s2 = logs[1] - logs[0], logs[2] - logs[1]  # change of log(1 − P) per decade
-        # a divergent sum keeps pushing log(1 − P) down decade after decade (s2/s1 ≳ 1); a
-        # convergent one stalls (s2/s1 ≈ 10^{1−β} → 0)
-        numeric = bool(s2 < 0 and s2 / s1 >= 0.6)
-        if sym is None:
-            ok = False
-        ok &= numeric == sym
-        rows.append(
-            {
-                "beta": beta,
-                "collapses_symbolic": sym,
-                "collapses_numeric": numeric,
-                "log_one_minus_P": dict(zip(map(str, Ts), logs.tolist(), strict=True)),
-                "decade_ratio": float(s2 / s1) if s1 != 0 else None,
-            }
-        )
-        figs_data[beta] = logs
-
-    def draw(path):
-        import matplotlib.pyplot as plt
-
-        from posflow.proofs_checks.figures import save
-
-        fig, ax = plt.subplots(figsize=(5.6, 3.6))
-        Tgrid = np.unique(np.logspace(0, np.log10(T_max), 25).astype(int))
-        for beta, col in zip(
-            (0.5, 1.0, 1.5, 2.0), ("#D55E00", "#E69F00", "#0072B2", "#009E73"), strict=True
-        ):
-            y = _decade_slopes(K, 0.5, beta, Tgrid)
-            ax.plot(Tgrid, y, color=col, label=f"β = {beta}")
-        ax.set_xscale("log")
-        ax.set_xlabel("depth T")
-        ax.set_ylabel("log(1 − P[n−1, 0])")
-        ax.set_title(f"dichotomy: λ_t = 0.5/(t+1)^β, uniform kernel, n = {n}")
-        ax.legend(frameon=False)
-        ax.grid(alpha=0.3)
-        save(fig, path)
-
-    figs = save_figure(ctx, "PB6_dichotomy.png", draw)
-    return LegacyEvidence(
-        verdict(ok)
-        if ok or all(r["collapses_symbolic"] is not None for r in rows)
-        else INCONCLUSIVE,
-        {"n": n, "T": Ts, "cases": rows},
-        figs,
-        summary="symbolic and numeric verdicts agree for β ∈ {0.5, 1, 1.5, 2}"
-        if ok
-        else "symbolic and numeric verdicts disagree",
-    )
-
-
-@register(
-    "PB7",
-    "[W]",
-    "attention-only rollout (λ ≡ 1) collapses onto token 0 exponentially fast",
-    assumptions=("A[i,0] ≥ ε > 0",),
-)
-def pb7(ctx: Context) -> LegacyEvidence:
-    rng = np.random.default_rng(ctx.seed + 7)
-    cases = 40 if ctx.full else 15
-    worst_rate_excess, rates = -np.inf, []
-    for _ in range(cases):
-        n = int(rng.integers(2, 49))
-        A = random_causal(rng, n, floor=float(rng.uniform(0.01, 0.2)))
-        K = dense_kernel(A)
-        eps = float(A[1:, 0].min())
-        Ts = np.arange(1, 61)
-        gaps = []
-        p = np.zeros((1, n))
-        p[0, -1] = 1.0
-        for _T in Ts:  # the chain e_{n-1} A^T, one layer at a time
-            p = K._residual_step(p, 1.0)
-            gaps.append(p[0, 1:].sum())
-        gaps = np.array(gaps)
-        keep = gaps > 1e-250
-        rate = np.polyfit(Ts[keep], np.log(gaps[keep]), 1)[0] if keep.sum() > 2 else -np.inf
-        rates.append(float(rate))
-        # bound: 1 − P[n−1,0] ≤ (1 − ε)^T  ⇒ fitted rate ≤ log(1 − ε)
-        excess = float(np.max(np.log(np.maximum(gaps[keep], 1e-300)) - Ts[keep] * np.log1p(-eps)))
-        worst_rate_excess = max(worst_rate_excess, excess)
-    ok = worst_rate_excess <= 1e-9 and max(rates) < 0
-    return LegacyEvidence(
-        verdict(ok),
-        {
-            "random_kernels": cases,
-            "fitted_log_rates": rates,
-            "max_log_excess_over_(1-ε)^T": worst_rate_excess,
-        },
-        summary=f"1 − P[n−1,0] decays exponentially (fitted rates "
-        f"{min(rates):.2f} … {max(rates):.2f} per layer)",
-    )
-
-
-from posflow.proofs_checks import position_bias_shape  # noqa: E402,F401  (registers PB8–PB14)
+# registers PB4–PB7 and PB8–PB14
+from posflow.proofs_checks import position_bias_depth, position_bias_shape  # noqa: E402,F401
 
 # -- mutants: small realistic breaks each claim above must catch ----------------------------------
 add_mutant(("PB1",), "reversed-layer-order", CHAIN, reversed_layer_order(),
