@@ -285,7 +285,7 @@ def _crossing(Ls, err, tau):
     return float(math.exp(x0 + t * (x1 - x0))), (k - 1, k)
 
 
-def _tau_verdict(Ls, qk, qkv, tau, zlim):
+def _tau_decision(Ls, qk, qkv, tau, zlim):
     """Is L_τ(Q/K/V) > L_τ(Q/K)? Both curves are interpolated linearly in log L, so it holds when
     Q/K/V's error is below Q/K's at the two grid lengths that bracket Q/K's crossing (paired
     z-scores over trials). Returns (L_qk, L_qkv, z, decision) with decision in
@@ -458,9 +458,9 @@ def at19(ctx: Context) -> Evidence:
     qkv = [sw["random_qkv"][L].output_error for L in Ls]
     sens = []
     for tau in TAU_GRID:
-        L1, L2, z, dec = _tau_verdict(Ls, qk, qkv, tau, zlim)
+        L1, L2, z, dec = _tau_decision(Ls, qk, qkv, tau, zlim)
         sens.append([tau, L1, L2, L2 / L1 if L1 == L1 and L2 == L2 else math.nan, z, dec])
-    L1, L2, z, dec = _tau_verdict(Ls, qk, qkv, TAU, zlim)
+    L1, L2, z, dec = _tau_decision(Ls, qk, qkv, TAU, zlim)
     label = (
         f"τ = {TAU}: paired z-score of Q/K error − Q/K/V error at the lengths bracketing "
         f"L_τ(Q/K) (needs ≥ {zlim:.2f}: Bonferroni over {comps}, family-wise 6e-5)"

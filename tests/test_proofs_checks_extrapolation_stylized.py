@@ -50,8 +50,8 @@ def test_crossing_interpolates_in_log_length():
     assert math.isnan(S._crossing([1, 2], [0.1, 0.2], 0.5)[0])
     qk = [np.array([0.2, 0.21, 0.19, 0.2]), np.array([1.0, 1.01, 0.99, 1.0])]
     worse = [x + 0.1 for x in qk]
-    assert S._tau_verdict([10, 100], qk, worse, 0.5, 3.0)[3] == "fails"
-    assert S._tau_verdict([10, 100], worse, qk, 0.5, 3.0)[3] == "holds"
+    assert S._tau_decision([10, 100], qk, worse, 0.5, 3.0)[3] == "fails"
+    assert S._tau_decision([10, 100], worse, qk, 0.5, 3.0)[3] == "holds"
 
 
 def test_at12_holds_with_every_scheme_judged(results):
