@@ -114,8 +114,11 @@ def _regime_grid(ctx):
     return n, lams, Ts, list(settings), cells
 
 
-def _u_cells(cells, depth, margin):
-    return {key for key, p in cells.items() if is_u(p, depth, margin)}
+def _u_cells(cells, depth, margin, residual=True):
+    """The U cells with λ < 1 (the claim's assumption), or with λ = 1 when ``residual=False``."""
+    return {
+        key for key, p in cells.items() if (key[1] < 1.0) == residual and is_u(p, depth, margin)
+    }
 
 
 @register(
@@ -200,6 +203,15 @@ def pb11(ctx: Context) -> Evidence:
                 label=f"Σλ range of the U cells, {nm}",
             )
         )
+    att = _u_cells(cells, U_MIN_DEPTH, U_END_MARGIN, residual=False)
+    ms.append(
+        info(
+            "u_cells_attention_only",
+            len(att),
+            label="U cells at λ = 1 (no residual: the multi-head kernel's own diagonal makes them; "
+            "not counted above)",
+        )
+    )
     ms.append(info("grid_cells", len(cells)))
     return Evidence(
         ms,
