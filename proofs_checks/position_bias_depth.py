@@ -127,6 +127,11 @@ def pb4(ctx: Context) -> Evidence:
     # arithmetic), and ≤ n terms per row sum
     fp_chain = 4 * T_max * _EPS
     fp_sum = (n + 4) * T_max * _EPS
+    fp_log = fp_tol(
+        2 * (T_max + 2) * _EPS * 2,
+        f"≤ T = {T_max} log1p terms within 2ε each plus the summation, on |log| ≤ 2: "
+        f"2·(T + 2)·ε·2 = {2 * (T_max + 2) * _EPS * 2:.2g}",
+    )
     for kname, K in (("uniform", uniform_kernel(n)), ("alibi m=0.05", alibi_kernel(n, 0.05))):
         delta = float(np.max(1 - K.diagonal()))
         for beta in (1.5, 2.0):
@@ -148,11 +153,10 @@ def pb4(ctx: Context) -> Evidence:
                 holds(f"{tag}_bound_positive", math.isfinite(log_inf),
                       label=f"{setting}: ∏_t≥0 (1 − λ_t δ) > 0"),
                 at_least(f"{tag}_min_log_diag_vs_bound", min(logmins), log_inf,
-                         fp_tol(1e-12, "≤ 2000 log1p terms within 2ε each: 2002·2.2e-16·|log|"
-                                " ≤ 4.5e-13·0.9"),
+                         fp_log,
                          label=f"{setting}: min over T of log min_i P_ii vs log ∏_t≥0(1 − λδ)"),
                 at_most(f"{tag}_bound_attained", logmins[-1] - log_inf, tail + rest,
-                        fp_tol(1e-12, "the same log1p sums as above"),
+                        fp_log,
                         label=f"{setting}: log min_i P_ii(T_max) − log ∏_t≥0 vs the tail "
                               "Σ_t≥T_max (x + x²)"),
                 close(f"{tag}_p_last_is_P_last_last", float(p[-1]), p_last_formula,
