@@ -279,3 +279,6 @@ add_mutant(("PB15", "PB16"), "norms-swapped", _ATTN_OUT, _norms_swapped,
            "λ_t measured as ‖x_t‖/(‖x_t‖ + ‖a_t‖): the two norms swapped")  # fmt: skip
 add_mutant("PB16", "ratio-of-means", _ATTN_OUT, _ratio_of_means,
            "positions averaged before the ratio: mean‖a‖/(mean‖x‖ + mean‖a‖)")  # fmt: skip
+
+
+from posflow.proofs_checks import models_retrieval  # noqa: E402,F401  (registers PB17)
