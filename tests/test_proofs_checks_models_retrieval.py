@@ -123,3 +123,19 @@ def test_the_figure_has_measured_and_predicted_panels_per_K(evidence):
     pred = [p for p in fig.panels if p.title.startswith("predicted")]
     for p in pred:  # the predicted line mass, normalised
         assert sum(p.series[0].y) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", ["query-position-shifted", "logprob-wrong-offset"])
+def test_each_mutant_breaks_a_control_that_passes_unmutated(tiny, evidence, monkeypatch, name):
+    from posflow.proofs_checks import mutants as mut
+
+    (m,) = [m for m in mut.mutants_of("PB17") if m.name == name]
+    monkeypatch.setattr(pb, "_model", lambda: tiny)
+    monkeypatch.setattr(pb, "_installed", lambda: True)
+    monkeypatch.setitem(pb.QUICK, "contexts", 8)
+    with mut.mutated(m):
+        ev = pb.pb17(Context())
+    newly = {x.key for x in ev.failed} - {x.key for x in evidence.failed}
+    assert ev.status == "FAILS" and newly
+    control = "positions_labelled" if name == "query-position-shifted" else "logprob_vs_direct"
+    assert {f"{control}_K{K}" for K in pb.QUICK["Ks"]} <= newly
