@@ -219,7 +219,7 @@ def pb17(ctx: Context) -> Evidence:
                    Series("accuracy", x, acc.mean, kind="markers", color="measured")],
                   ylim=(0, 1)),
             Panel(f"predicted (rollout b), K = {K}, ρ = {r['rho']:.2f}", "key position k",
-                  "Σ_{j∈line k} p(j), normalised",
+                  r"$\sum_{j \in \mathrm{line}\ k}\, p(j)$, normalised",
                   [Series("residual-aware rollout (b)", x, prof, color="residual")]),
         ]  # fmt: skip
     task0 = next(iter(res.values()))["task"]
