@@ -40,8 +40,9 @@ from posflow.proofs_checks.registry import Context, register
 
 MODEL = "smollm2-135m"
 INSTALL = f"posflow models install {MODEL}"
-# quick: fewer contexts than the 30 of full (measured: a 151-token SmolLM2 forward pass takes
-# ~0.5 s on 2 idle cores and several seconds when the cores are shared), so quick stays short
+# quick: 6 contexts (6 prompts per position) instead of full's 30, because 30 do not fit: quick
+# as it is costs ~50 s of one core (K = 10 and 20; 70–110 s wall on 2 cores shared with other
+# jobs); full took 960 s wall there (K = 10: 319 s, 20: 209 s, 50: 413 s)
 QUICK = {"Ks": (10, 20), "contexts": 6, "measured_prompts": 2}
 FULL = {"Ks": (10, 20, 50), "contexts": 30, "measured_prompts": 10}
 DIP_DEPTH = 0.1  # nats: the interior minimum must lie this far below the lower end
@@ -193,6 +194,8 @@ def pb17(ctx: Context) -> Evidence:
                     role="control", unit="nats",
                     label=f"K = {K}: max |teacher-forced log-prob − direct forward pass with "
                     f"torch.log_softmax| ({min(CONTROL_PROMPTS, C)} prompts)"),
+            info(f"spearman_hi_K{K}", r["rho_hi"],
+                 label=f"K = {K}: upper {CONFIDENCE:.0%} bootstrap bound of ρ"),
             info(f"argmin_K{K}", k, label=f"K = {K}: position of the minimum"),
             info(f"mean_logprob_K{K}", float(lp.mean.mean()), unit="nats",
                  label=f"K = {K}: mean log-prob over positions"),
