@@ -1,18 +1,12 @@
-"""Helpers shared by the claim checks: seeded random kernels, verdicts, figure paths."""
+"""Helpers shared by the claim checks: seeded random causal and ALiBi kernels."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from posflow.proofs_checks.registry import FAILS, HOLDS, Context
 from posflow.simulate.kernels import alibi_kernel, dense_kernel
 
-__all__ = ["random_alibi", "random_causal", "random_layers", "save_figure", "verdict"]
-
-
-def verdict(ok: bool) -> str:
-    """HOLDS when the measured comparison passed, FAILS otherwise."""
-    return HOLDS if bool(ok) else FAILS
+__all__ = ["random_alibi", "random_causal", "random_layers"]
 
 
 def random_causal(rng: np.random.Generator, n: int, *, floor: float = 0.0) -> np.ndarray:
@@ -45,12 +39,3 @@ def random_layers(rng: np.random.Generator, n: int, T: int):
         for _ in range(T)
     ]
     return ks, rng.uniform(0, 1, T)
-
-
-def save_figure(ctx: Context, name: str, draw) -> list[str]:
-    """Call ``draw(path)`` when the context has an output folder; return the path list."""
-    path = ctx.figure_path(name)
-    if path is None:
-        return []
-    draw(path)
-    return [str(path)]

@@ -14,8 +14,8 @@ module                                 claims
 ``extrapolation_tails``                AT7 Lévy tail, AT8 the I₀ tail of block-rotated scores,
                                        AT9 the far-score maximum
 ``extrapolation_scores``               AT10 far-mass lower bound, AT11 logit bound
-``extrapolation_stylized``             AT12 near-signal decay, AT13 ALiBi far mass, AT19 the
-                                       stylized single-layer comparison
+``extrapolation_far_mass``             AT12 near-signal decay, AT13 ALiBi far mass
+``extrapolation_stylized``             AT19 the stylized single-layer comparison
 ``extrapolation_values``               AT14 value-side incoherence, AT15 M^{-1/2} scaling
 ``extrapolation_values_drift``         AT16 RoPE has no gap, AT17 zero-mean angles
 ``extrapolation_identities``           AT18 implementation identities
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 # importing registers the checks and attaches the AT relaxations
 from posflow.proofs_checks import (  # noqa: F401
+    extrapolation_far_mass,
     extrapolation_identities,
     extrapolation_mixing,
     extrapolation_scores,

@@ -722,5 +722,3 @@ add_mutant(
     _cross_term_halved,
     "value_side_expectation with half the cross terms 2 Re Σ a_j a_k χ^{n_j−n_k} z_j z̄_k",
 )
-
-from posflow.proofs_checks import extrapolation_far_mass  # noqa: E402,F401  (registers AT12, AT13)

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from posflow.proofs_checks._optional import no_torch as _NO_TORCH
+from posflow.proofs_checks._optional import optional_torch as _torch
 from posflow.proofs_checks.evidence import (
     Evidence,
     Table,
@@ -24,27 +26,10 @@ from posflow.proofs_checks.evidence import (
     fp_tol,
     holds,
     info,
-    undecided,
 )
+from posflow.proofs_checks.models_claims_pb15 import pb15  # registers PB15
 from posflow.proofs_checks.mutants import add_mutant
 from posflow.proofs_checks.registry import Context, register
-
-
-def _NO_TORCH() -> Evidence:
-    return Evidence(
-        [undecided("torch", "not installed", "the models run on torch, which is not installed")]
-    )
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-from posflow.proofs_checks.models_claims_pb15 import pb15  # noqa: E402  (registers PB15)
 
 __all__ = ["pb15", "pb16"]
 

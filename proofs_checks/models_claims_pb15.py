@@ -611,7 +611,8 @@ def _figure(sub: Subject, bs: Bootstrap, level: float, diff_rows, note: str) -> 
     ),
 )
 def pb15(ctx: Context) -> Evidence:
-    from posflow.proofs_checks.models_claims import _NO_TORCH, _torch
+    from posflow.proofs_checks._optional import no_torch as _NO_TORCH
+    from posflow.proofs_checks._optional import optional_torch as _torch
 
     if _torch() is None:
         return _NO_TORCH()

@@ -13,16 +13,15 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 __all__ = [
     "FAILS",
     "HOLDS",
     "INCONCLUSIVE",
+    "STATUSES",
     "Claim",
     "Context",
     "Evidence",
-    "LegacyEvidence",
     "Relaxation",
     "Result",
     "add_relaxation",
@@ -47,37 +46,19 @@ _CLAIM_MODULES = (
 
 
 @dataclass
-class LegacyEvidence:
-    """The evidence of a check not yet moved to :class:`Evidence`: a stated verdict, a dict of
-    numbers and figure paths. Being retired (issue 12): new checks return :class:`Evidence`."""
-
-    status: str
-    measured: dict = field(default_factory=dict)
-    figures: list[str] = field(default_factory=list)
-    summary: str = ""
-
-    def __post_init__(self):
-        if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}; got {self.status!r}")
-
-
-@dataclass
 class Context:
-    """How a check runs: ``size`` is "quick" or "full"; figures go to ``out`` (if given)."""
+    """How a check runs: ``size`` is "quick" or "full"; ``seed`` seeds its random inputs.
+
+    A check only computes and judges; the report (:mod:`posflow.proofs_checks.report`) draws
+    its figure specs and writes every file.
+    """
 
     size: str = "quick"
-    out: Path | None = None
     seed: int = 0
 
     @property
     def full(self) -> bool:
         return self.size == "full"
-
-    def figure_path(self, name: str) -> Path | None:
-        """Where to save a figure called ``name`` (a PNG), or None when no output folder."""
-        if self.out is None:
-            return None
-        return Path(self.out) / "figures" / name
 
 
 @dataclass
@@ -215,15 +196,13 @@ class Result:
             "statement": self.claim.statement,
             "source": self.claim.source,
         }
-        if isinstance(ev, Evidence):
+        if ev is not None:
             out.update(ev.as_json())
             out["status"] = self.status
             out["measured"] = ev.measured
         else:
-            out["measured"] = ev.measured if ev else {}
-            out["figures"] = []
-            out["figure_paths"] = list(ev.figures) if ev else []
-            out["summary"] = ev.summary if ev else ""
+            out.update(measured={}, measurements=[], tables=[], figures=[], figure_paths=[],
+                       summary="", setup="")  # fmt: skip
         out["seconds"] = round(self.seconds, 3)
         if self.timing:
             out["timing"] = self.timing
@@ -243,7 +222,7 @@ def run_claim(claim: Claim, ctx: Context) -> Result:
     t0 = time.perf_counter()
     try:
         ev = claim.check(ctx)
-        if not isinstance(ev, Evidence | LegacyEvidence):
+        if not isinstance(ev, Evidence):
             raise TypeError(f"check of {claim.id} returned {type(ev).__name__}, not Evidence")
         return Result(claim, ev.status, ev, time.perf_counter() - t0, timing=label)
     except Exception as exc:
@@ -261,7 +240,7 @@ def timing_label(k: int) -> str:
 _CHECKS_RUN = [0]  # checks run so far in this process (for timing_label)
 
 
-def verify(ids=None, *, size: str = "quick", seed: int = 0, out=None) -> list[Result]:
+def verify(ids=None, *, size: str = "quick", seed: int = 0) -> list[Result]:
     """Check claims and return their results (the programmatic ``posflow verify``).
 
     Parameters
@@ -272,13 +251,12 @@ def verify(ids=None, *, size: str = "quick", seed: int = 0, out=None) -> list[Re
         Problem sizes of the checks.
     seed : int
         Seed of the random inputs (a non-negative integer).
-    out : path, optional
-        Folder for figures written by the checks.
 
     Returns
     -------
     list of Result, one per claim in catalog order; ``Result.status`` is HOLDS, FAILS,
     INCONCLUSIVE or ERROR. Raises ValueError for an unknown ID, size or a negative seed.
+    Checks write nothing; :func:`posflow.proofs_checks.report.write_report` renders results.
     """
     if size not in ("quick", "full"):
         raise ValueError(f"size must be 'quick' or 'full'; got {size!r}")
@@ -286,5 +264,5 @@ def verify(ids=None, *, size: str = "quick", seed: int = 0, out=None) -> list[Re
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
     if isinstance(ids, str):
         ids = [ids]
-    ctx = Context(size=size, out=Path(out) if out is not None else None, seed=seed)
+    ctx = Context(size=size, seed=seed)
     return [run_claim(c, ctx) for c in select(ids or [])]

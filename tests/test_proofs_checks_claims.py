@@ -19,8 +19,7 @@ def test_claim_evidence_is_well_formed(cid, tmp_path):
     r = baseline(cid)
     assert r.error == "", r.error
     ev = r.evidence
-    if not isinstance(ev, Evidence):
-        pytest.skip(f"{cid} not yet moved to Evidence")
+    assert isinstance(ev, Evidence)
     assert r.status == ev.status
     for m in ev.measurements:
         if m.judged and m.test != "true":

@@ -230,7 +230,10 @@ def test_pb16_holds_and_fails_when_the_hand_computation_disagrees(monkeypatch):
 
 
 def test_without_torch_both_are_inconclusive(monkeypatch):
+    from posflow.proofs_checks import _optional
+
     monkeypatch.setattr(models_claims, "_torch", lambda: None)
+    monkeypatch.setattr(_optional, "optional_torch", lambda: None)
     for check in (models_claims.pb15, models_claims.pb16):
         ev = check(Context())
         assert ev.status == INCONCLUSIVE and "torch" in ev.summary

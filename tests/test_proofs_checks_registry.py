@@ -61,7 +61,9 @@ def test_verify_report_opens_with_figures(tmp_path, capsys):
     assert main(["verify", "PB9", "--out", str(tmp_path)]) == 0
     index = (tmp_path / "index.md").read_text()
     assert index.index("## Figures") < index.index("## Verdicts")
-    assert "figures/PB9_drift.png" in index and (tmp_path / "figures/PB9_drift.png").is_file()
+    (png,) = (tmp_path / "figures").glob("PB9-*.png")  # drawn by the report from the spec
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"figures/{png.name}" in index
+    assert (tmp_path / "index.html").read_text().count("data:image/png;base64,") == 1
 
 
 def test_quick_and_full_are_exclusive(capsys):

@@ -49,14 +49,12 @@ def add_parser(sub) -> None:
     v.set_defaults(func=cmd_verify)
 
 
-def _isolated(claim, args, size, out, threads):
+def _isolated(claim, args, size, threads):
     """Run one check in a new ``python -m posflow verify ID --json`` process."""
     from posflow.proofs_checks import registry
 
     cmd = [sys.executable, "-m", "posflow", "verify", claim.id, "--json", f"--{size}",
            "--seed", str(args.seed), "--threads", str(threads)]  # fmt: skip
-    if out is not None:
-        cmd += ["--out", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
     try:
         rec = json.loads(r.stdout)[0]
@@ -64,13 +62,7 @@ def _isolated(claim, args, size, out, threads):
         tail = r.stderr.strip().splitlines()
         why = one_line(tail[-1]) if tail else f"exit code {r.returncode}"
         return registry.Result(claim, registry.ERROR, None, 0.0, why, "alone (own process)")
-    ev = None
-    if rec["status"] != registry.ERROR and "measurements" in rec:
-        ev = registry.Evidence.from_json(rec)
-    elif rec["status"] != registry.ERROR:
-        ev = registry.LegacyEvidence(
-            rec["status"], rec["measured"], rec["figure_paths"], rec["summary"]
-        )
+    ev = None if rec["status"] == registry.ERROR else registry.Evidence.from_json(rec)
     return registry.Result(
         claim, rec["status"], ev, rec["seconds"], rec.get("error", ""), "alone (own process)"
     )
@@ -97,7 +89,7 @@ def cmd_verify(args) -> int:
         if args.isolate or args.out:
             raise UsageError("--mutants: cannot be combined with --isolate or --out")
         return _cmd_mutants(args, size)
-    ctx = registry.Context(size=size, out=out, seed=args.seed)
+    ctx = registry.Context(size=size, seed=args.seed)
     prov = provenance(seed=args.seed, size=size, threads=threads, isolated=args.isolate)
     from rich.console import Console
     from rich.progress import Progress
@@ -109,7 +101,7 @@ def cmd_verify(args) -> int:
         for c in claims:
             bar.update(task, description=f"verifying {c.id}")
             if args.isolate:
-                results.append(_isolated(c, args, size, out, threads))
+                results.append(_isolated(c, args, size, threads))
             else:
                 results.append(registry.run_claim(c, ctx))
             bar.advance(task)

@@ -38,10 +38,19 @@ from posflow.simulate import (
 
 
 def verify(ids=None, *, size="quick", seed=0, out=None):
-    """Check claims and return their results (see :func:`posflow.proofs_checks.registry.verify`)."""
+    """Check claims and return their results (see :func:`posflow.proofs_checks.registry.verify`);
+    with ``out`` (a folder) also write the report there (index.md, index.html, figures,
+    results.json; :func:`posflow.proofs_checks.report.write_report`)."""
+    from pathlib import Path
+
     from posflow.proofs_checks.registry import verify as _verify
 
-    return _verify(ids, size=size, seed=seed, out=out)
+    results = _verify(ids, size=size, seed=seed)
+    if out is not None:
+        from posflow.proofs_checks.report import write_report
+
+        write_report(results, Path(out), size=size)
+    return results
 
 
 def get_claim(cid):
