@@ -17,7 +17,7 @@ import importlib
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["Kill", "Mutant", "add_mutant", "all_mutants", "kill_table", "mutants_of", "mutated"]
 
@@ -141,6 +141,7 @@ class Kill:
     status: str
     newly_failed: list[str]
     error: str = ""
+    result: object = field(default=None, repr=False, compare=False)  # the mutated Result
 
     @property
     def killed(self) -> bool:
@@ -176,7 +177,14 @@ def run_mutant(claim, mutant: Mutant, ctx, baseline=None) -> Kill:
         res = run_claim(claim, ctx)
     newly = sorted(_failed_keys(res) - _failed_keys(baseline))
     return Kill(
-        claim.id, mutant.name, mutant.description, baseline.status, res.status, newly, res.error
+        claim.id,
+        mutant.name,
+        mutant.description,
+        baseline.status,
+        res.status,
+        newly,
+        res.error,
+        result=res,
     )
 
 
