@@ -42,6 +42,7 @@ _CLAIM_MODULES = (
     "posflow.proofs_checks.extrapolation",
     "posflow.proofs_checks.relaxations",
     "posflow.proofs_checks.models_claims",
+    "posflow.proofs_checks.continuum",
 )
 
 

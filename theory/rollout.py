@@ -23,6 +23,14 @@ from typing import NamedTuple
 
 import sympy as sp
 
+from posflow.theory._continuum import (
+    continuum_correction,
+    continuum_law_density,
+    continuum_moment_derivation,
+    continuum_moments,
+    continuum_profile,
+    continuum_profile_quadrature,
+)
 from posflow.theory._drift import (
     DriftDerivative,
     alibi_drift,
@@ -54,6 +62,12 @@ __all__ = [
     "alibi_drift_limit_expr",
     "background_shift_residual",
     "collapses",
+    "continuum_correction",
+    "continuum_law_density",
+    "continuum_moment_derivation",
+    "continuum_moments",
+    "continuum_profile",
+    "continuum_profile_quadrature",
     "diagonal_bound",
     "diagonal_bound_certificate",
     "diagonal_identity_residual",

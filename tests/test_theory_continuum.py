@@ -1,0 +1,75 @@
+"""The continuous-depth limit (PB18): the closed form against a Monte Carlo of the compound
+Poisson law, a quadrature, the binomial-mixture mean identity and the float rollout."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from posflow.simulate.kernels import uniform_kernel
+from posflow.simulate.rollout import constant, influence
+from posflow.theory import rollout as th
+
+
+def test_the_limit_profile_is_a_probability_vector_equal_to_its_quadrature():
+    p = th.continuum_profile(48, 1.5)
+    assert (p >= 0).all() and p.sum() == pytest.approx(1.0, abs=1e-14)
+    np.testing.assert_allclose(p, th.continuum_profile_quadrature(48, 1.5), atol=1e-12)
+
+
+def test_mean_position_is_the_mean_of_x():
+    # j | X ~ Binomial(n−1, X), so E[j/(n−1)] = E[X] = m_1 = e^{−Λ/2} for every n
+    for n, Lam in ((2, 0.3), (17, 1.0), (60, 3.0)):
+        p = th.continuum_profile(n, Lam)
+        assert np.dot(np.arange(n), p) / (n - 1) == pytest.approx(math.exp(-Lam / 2), rel=1e-12)
+    assert th.continuum_moments(1.0, 2) == pytest.approx([1, math.exp(-0.5), math.exp(-2 / 3)])
+
+
+def test_monte_carlo_of_the_compound_poisson_law():
+    rng = np.random.default_rng(0)
+    n, Lam, N = 12, 2.0, 200_000
+    K = rng.poisson(Lam, N)
+    G = np.where(K > 0, rng.gamma(np.maximum(K, 1), 1.0), 0.0)
+    j = rng.binomial(n - 1, np.exp(-G))
+    emp = np.bincount(j, minlength=n) / N
+    p = th.continuum_profile(n, Lam)
+    se = np.sqrt(p * (1 - p) / N)
+    assert np.all(np.abs(emp - p) <= 5 * se + 1e-12)  # 5 standard errors per entry, 12 entries
+
+
+def test_the_float_rollout_approaches_the_limit_at_first_order():
+    n, Lam = 32, 2.0
+    p, d = th.continuum_profile(n, Lam), th.continuum_correction(n, Lam)
+    assert d.sum() == pytest.approx(0.0, abs=1e-14)
+    rem = []
+    for T in (256, 512, 1024):
+        ml = Lam / T
+        pT = influence(uniform_kernel(n), constant(ml, T))
+        rem.append(np.abs(pT - p - ml * d).max())
+    # the remainder is second order: halving max λ divides it by 4 (to O(max λ))
+    assert rem[0] / rem[1] == pytest.approx(4, rel=0.02)
+    assert rem[1] / rem[2] == pytest.approx(4, rel=0.01)
+
+
+def test_the_density_of_g_is_the_poisson_gamma_series():
+    Lam = 1.7
+    for y in (0.05, 0.7, 3.0, 12.0):
+        series = sum(stats.poisson.pmf(k, Lam) * stats.gamma.pdf(y, k) for k in range(1, 80))
+        assert float(th.continuum_law_density(y, Lam)) == pytest.approx(series, rel=1e-12)
+    mass, _ = integrate.quad(lambda y: float(th.continuum_law_density(y, Lam)), 0, np.inf)
+    assert mass == pytest.approx(1 - math.exp(-Lam), abs=1e-10)
+    assert float(th.continuum_law_density(1e6, Lam)) == 0.0  # no overflow at large y
+
+
+def test_the_sympy_identities_hold():
+    assert th.continuum_moment_derivation() == {"discrete_limit": 0, "compound_poisson": 0}
+
+
+BAD = [(0, 1.0, "n"), (3, -1.0, "Lam"), (3, math.nan, "Lam"), (2.5, 1.0, "n")]
+
+
+@pytest.mark.parametrize(("n", "Lam", "match"), BAD)
+def test_bad_input_names_the_argument(n, Lam, match):
+    with pytest.raises(ValueError, match=match):
+        th.continuum_profile(n, Lam)
