@@ -35,7 +35,12 @@ setup(
     package_dir=package_dir,
     packages=packages,
     package_data={
-        "posflow.simulate": ["data/*.json.gz", "data/*.txt", "data/extrapolation/*.json"],
+        "posflow.simulate": [
+            "data/*.json.gz",
+            "data/*.txt",
+            "data/extrapolation/*.json",
+            "data/smollm2/*.json",
+        ],
     },
     include_package_data=False,
 )

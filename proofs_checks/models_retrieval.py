@@ -3,10 +3,14 @@
 On SmolLM2-135M (installed with ``posflow models install smollm2-135m``) a synthetic key–value
 retrieval task (:mod:`posflow.simulate.models.retrieval`) gives the position curve: the mean
 teacher-forced log-prob of the queried value as a function of the queried key's line k. The
-prediction is [A]'s residual-aware rollout (b) of the same model: λ_t and the mean attention
-measured on prompts of the same task (:func:`posflow.simulate.models.measure.measure`), rolled out
-from the query's last token (:func:`posflow.simulate.rollout.influence`) and summed over each key
-line. The statement: the curve has an interior dip and its Spearman correlation with the
+prediction is the rollout profile that predicts this model's gradient influence best in the
+stored study of issue 13 (least W1 averaged over n = 128 … 1024, chosen before the task is run;
+:func:`posflow.simulate.models.study.best_profile`), built from λ_t, the mean attention, the content
+and the value norms measured on prompts of the same task
+(:func:`posflow.simulate.models.measure.measure`), rolled out from the query's last token and
+summed over each key line. All five profiles (a)–(e) are reported; one is judged.
+
+The statement: the curve has an interior dip and its Spearman correlation with the
 predicted per-line profile is positive with its bootstrap interval above 0.
 
 Two controls keep the numbers honest: the query of position k repeats line k's key (the positions
@@ -84,8 +88,9 @@ def _direct_logprob(model, task, c, k) -> float:
     return float(logp[torch.arange(n - 1, n - 1 + m), tgt].sum())
 
 
-def _one_k(model, tok, K, cfg, seed):
+def _one_k(model, tok, K, cfg, seed, best):
     from posflow.simulate.models.measure import measure
+    from posflow.simulate.models.predict import predict_profiles, predict_sink_profiles
     from posflow.simulate.models.retrieval import (
         bootstrap_spearman,
         build_task,
@@ -93,7 +98,7 @@ def _one_k(model, tok, K, cfg, seed):
         position_curve,
         score,
     )
-    from posflow.simulate.rollout import influence
+    from posflow.simulate.models.study import PREDICT_NAMES
 
     t0 = time.perf_counter()
     task = build_task(tok, K, cfg["contexts"], seed=seed + K)
@@ -104,12 +109,14 @@ def _one_k(model, tok, K, cfg, seed):
                          seed=seed)  # fmt: skip
     Cm = min(cfg["measured_prompts"], task.num_contexts)
     pairs = [(c, (c * K) // Cm) for c in range(Cm)]  # queries spread over the positions
-    meas = measure(model, task.prompts(pairs), qk=False, influence=False)
-    p = influence(meas.kernels(), meas.lambdas)
-    prof = line_profile(p, task)
-    rho, lo, hi, dropped = bootstrap_spearman(
-        sc.logprob, prof, confidence=CONFIDENCE, resamples=RESAMPLES, seed=seed
-    )
+    meas = measure(model, task.prompts(pairs), influence=False, value_norms=True)
+    profiles = {**predict_profiles(meas), **predict_sink_profiles(meas)}
+    rhos = {}
+    for key, name in PREDICT_NAMES.items():
+        lp_k = line_profile(profiles[name], task)
+        rhos[key] = (lp_k, *bootstrap_spearman(sc.logprob, lp_k, confidence=CONFIDENCE,
+                                                resamples=RESAMPLES, seed=seed))  # fmt: skip
+    prof, rho, lo, hi, dropped = rhos[best]
     # controls: positions labelled right; scores equal a direct forward pass
     q = task.query_ids.shape[2]
     starts = task.line_starts
@@ -121,7 +128,8 @@ def _one_k(model, tok, K, cfg, seed):
     ctl = [(c, (c * 7 + 3) % K) for c in range(min(CONTROL_PROMPTS, task.num_contexts))]
     direct_err = max(abs(_direct_logprob(model, task, c, k) - sc.logprob[c, k]) for c, k in ctl)
     return {
-        "task": task, "scores": sc, "logprob": lp, "accuracy": acc, "profile": prof, "p": p,
+        "task": task, "scores": sc, "logprob": lp, "accuracy": acc, "profile": prof,
+        "rhos": rhos,
         "rho": rho, "rho_lo": lo, "rho_hi": hi, "dropped": dropped, "labels_ok": labels_ok,
         "direct_err": direct_err, "seconds": time.perf_counter() - t0, "score_seconds": t_score,
         "measured_prompts": Cm,
@@ -141,11 +149,13 @@ def _dip(curve):
     "PB17",
     "[ours]",
     "on the real model, the position curve of the key–value retrieval task has an interior "
-    "dip, and its rank correlation with the predicted influence profile over the key positions "
-    "is positive with its interval above 0",
+    "dip, and its rank correlation with the best predicted influence profile over the key "
+    "positions is positive with its interval above 0",
     assumptions=(
         f"SmolLM2-135M installed ({INSTALL})",
-        "prediction: residual-aware rollout (b) with the measured λ_t and mean attention",
+        "prediction: the rollout profile among (a)–(e) that best predicts SmolLM2's gradient "
+        "influence in the stored study (PB15, issue 13), from λ_t, attention, content and "
+        "value norms measured on prompts of the task",
     ),
 )
 def pb17(ctx: Context) -> Evidence:
@@ -159,12 +169,27 @@ def pb17(ctx: Context) -> Evidence:
             [undecided("model_available", False, f"{MODEL} is not installed; {INSTALL}")],
             setup=f"PB17 measures {MODEL}; install it with: {INSTALL}",
         )
+    from posflow.simulate.models.study import PROFILES, best_profile, stored_study
+
     cfg = FULL if ctx.full else QUICK
+    store = stored_study()
+    if store is None or not store.get("runs"):
+        best, why_best = "b", "no stored SmolLM2 study (docs/smollm2_study.py): rollout (b)"
+    else:
+        best, mean_w1 = best_profile(store)
+        why_best = (
+            f"least W1/(n−1) averaged over the stored study's lengths n = "
+            f"{', '.join(sorted(store['runs'], key=int))} (English text; "
+            + ", ".join(f"{k} {v:.3f}" for k, v in mean_w1.items())
+            + ")"
+        )
+    best_label = PROFILES[best]
     t0 = time.perf_counter()
     model, tok = _model()
     load_s = time.perf_counter() - t0
-    res = {K: _one_k(model, tok, K, cfg, ctx.seed) for K in cfg["Ks"]}
-    ms, sens, curve_rows, panels = [], [], [], []
+    res = {K: _one_k(model, tok, K, cfg, ctx.seed, best) for K in cfg["Ks"]}
+    ms, sens, curve_rows, panels, rho_rows = [], [], [], [], []
+    ms.append(info("best_profile", f"{best}: {best_label}", label=f"judged profile: {why_best}"))
     depth_reason = (
         f"δ = {DIP_DEPTH} nats: a dip must be at least δ below the lower end of the curve "
         "(a modelling cut-off for 'a dip'); table dip_depth_sensitivity gives the verdict at "
@@ -204,6 +229,8 @@ def pb17(ctx: Context) -> Evidence:
                  label=f"K = {K}: exact-match accuracy over positions"),
             info(f"seconds_K{K}", r["seconds"], unit="s"),
         ]  # fmt: skip
+        for key, (_, rho_k, lo_k, hi_k, _) in r["rhos"].items():
+            rho_rows.append([K, key, PROFILES[key], rho_k, lo_k, hi_k, key == best])
         for d in DEPTH_GRID:
             sens.append([d, K, depth, depth >= d, bool(interior and depth >= d and sep >= 0)])
         for j in range(K):
@@ -222,9 +249,11 @@ def pb17(ctx: Context) -> Evidence:
                           lo=acc.lo, hi=acc.hi, color="measured"),
                    Series("accuracy", x, acc.mean, kind="markers", color="measured")],
                   ylim=(0, 1)),
-            Panel(f"predicted (rollout b), K = {K}, ρ = {r['rho']:.2f}", "key position k",
+            Panel(f"predicted ({best}), K = {K}, ρ = {r['rho']:.2f}", "key position k",
                   r"$\sum_{j \in \mathrm{line}\ k}\, p(j)$, normalised",
-                  [Series("residual-aware rollout (b)", x, prof, color="residual")]),
+                  [Series(best_label, x, prof, color="residual")]
+                  + [Series(PROFILES[k], x, v[0] / v[0].sum(), style="--")
+                     for k, v in r["rhos"].items() if k != best]),
         ]  # fmt: skip
     task0 = next(iter(res.values()))["task"]
     ms.append(info("load_seconds", load_s, unit="s"))
@@ -237,17 +266,24 @@ def pb17(ctx: Context) -> Evidence:
         "token the teacher-forced argmax (≡ greedy decoding). Intervals: percentile bootstrap "
         f"over contexts, {RESAMPLES} resamples, {CONFIDENCE:.0%}. Prediction: λ_t and mean "
         f"attention measured on {cfg['measured_prompts']} prompts per K (queries spread over "
-        "the positions), rollout (b) from the query's last token, summed over each key line "
-        "(newline included); the profile is held fixed in the bootstrap of ρ."
+        f"the positions), profile {best} ({best_label}; chosen beforehand: {why_best}) from the "
+        "query's last token, summed over each key line (newline included); the profile is held "
+        "fixed in the bootstrap of ρ. The other profiles' ρ are reported in table "
+        "spearman_by_profile, not judged."
     )
     return Evidence(
         ms,
         figures=[Figure("PB17_lost_in_the_middle",
-                        f"PB17: key–value retrieval on {MODEL}, measured vs rollout (b)", panels)],
+                        f"PB17: key–value retrieval on {MODEL}, measured vs profile {best}",
+                        panels)],
         tables=[
             Table("dip_depth_sensitivity", "dip verdict at other depth thresholds δ",
                   ["delta_nats", "K", "depth_nats", "depth_passes", "dip_passes"], sens,
                   note="dip_passes: interior minimum, depth ≥ δ and the bootstrap separation ≥ 0"),
+            Table("spearman_by_profile",
+                  f"Spearman ρ of the mean log-prob curve with each predicted per-line profile "
+                  f"({CONFIDENCE:.0%} bootstrap over contexts)",
+                  ["K", "profile", "what", "rho", "lo", "hi", "judged"], rho_rows),
             Table("position_curves", "per-position curves",
                   ["K", "k", "logprob_mean", "logprob_lo", "logprob_hi", "accuracy",
                    "accuracy_lo", "accuracy_hi", "predicted_line_mass"], curve_rows),

@@ -57,12 +57,20 @@ def _fake_data(rng, N=6, L=3, H=2, n=9):
         content=rng.normal(0, 2, (N, L, H)),
         influence=rng.random((N, n)) + 0.01,
         slopes=np.array([0.0, 0.7])[:H],
+        values=rng.random((N, L, n, n)) * np.tril(np.ones((n, n))),
     )
 
 
 def test_batched_rollouts_equal_the_library_rollout():
     from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
     from posflow.simulate.rollout import influence
+
+    def sink_by_hand(M):  # rows i ≥ 1: A[i, 0] moved onto the diagonal
+        M = M.copy()
+        for i in range(1, M.shape[0]):
+            M[i, i] += M[i, 0]
+            M[i, 0] = 0.0
+        return dense_kernel(M)
 
     rng = np.random.default_rng(7)
     data = _fake_data(rng)
@@ -75,6 +83,7 @@ def test_batched_rollouts_equal_the_library_rollout():
         A = np.tensordot(w, data.attention, axes=1)
         lam = w @ data.lambdas
         c = np.tensordot(w, data.content, axes=1)
+        V = np.tensordot(w, data.values, axes=1)
         ks = [dense_kernel(A[t]) for t in range(L)]
         kc = [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
         ref = {
@@ -84,7 +93,10 @@ def test_batched_rollouts_equal_the_library_rollout():
             "uniform": influence(uniform_kernel(n), lam),
             "b_param": influence(kc, lam),
             "a_param": influence(kc, np.ones(L)),
+            "d": influence([dense_kernel(V[t] / V[t].sum(1, keepdims=True)) for t in range(L)], lam),
+            "e": influence([sink_by_hand(A[t]) for t in range(L)], lam),
         }
+        assert set(ref) == set(P.PREDICTED) | {"uniform", "shuffled"}
         for k, v in ref.items():
             np.testing.assert_allclose(got[k][b], v, rtol=0, atol=1e-14, err_msg=k)
         g = w @ data.influence
@@ -141,10 +153,13 @@ def test_the_verdict_rule_on_hand_made_replicates():
     assert -0.3 < lo < -0.29 and -0.11 < hi < -0.1
 
 
-def test_subjects_are_the_toy_model_and_smollm2_only_in_full(monkeypatch):
+def test_subjects_are_the_toy_model_and_smollm2_when_installed(monkeypatch):
     monkeypatch.setattr(P, "_smollm2_installed", lambda: True)
-    assert [s.tag for s in P.subjects(Context())] == ["toy"]
-    assert [s.tag for s in P.subjects(Context(size="full"))] == ["toy", "smollm2"]
+    for size, (n, N) in (("quick", P.SMOLLM2_QUICK), ("full", P.SMOLLM2_FULL)):
+        subs = P.subjects(Context(size=size))
+        assert [s.tag for s in subs] == ["toy", "smollm2"]
+        assert subs[1].load.args == (n, N, 0)
+    assert P.SMOLLM2_FULL[1] >= 64  # the N ≥ 64 sequences
     monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
     assert [s.tag for s in P.subjects(Context(size="full"))] == ["toy"]
 
@@ -158,7 +173,8 @@ def test_one_sequence_at_a_time_equals_one_batched_measurement():
     model = LM(LMConfig(n_layer=2, n_head=2, d_model=16), seed=2).double()
     ids = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (5, 12)))
     per = P.measure_per_sequence(model, ids)
-    m = measure(model, ids)
+    m = measure(model, ids, value_norms=True)
+    np.testing.assert_allclose(per.values.mean(0), m.value_weights, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(per.lambdas.mean(0), m.lambdas, atol=1e-14)
     np.testing.assert_allclose(per.attention.mean(0), m.attention.mean(1), atol=1e-14)
     np.testing.assert_allclose(per.content.mean(0), m.content("sqrt_d")[1], atol=1e-12)

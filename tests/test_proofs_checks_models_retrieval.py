@@ -139,3 +139,21 @@ def test_each_mutant_breaks_a_control_that_passes_unmutated(tiny, evidence, monk
     assert ev.status == "FAILS" and newly
     control = "positions_labelled" if name == "query-position-shifted" else "logprob_vs_direct"
     assert {f"{control}_K{K}" for K in pb.QUICK["Ks"]} <= newly
+
+
+def test_every_profile_is_reported_and_the_judged_one_is_the_stored_best(evidence):
+    from posflow.simulate.models.study import PROFILES, best_profile, stored_study
+
+    store = stored_study()
+    best = best_profile(store)[0] if store and store.get("runs") else "b"
+    assert evidence["best_profile"].value.startswith(f"{best}: ")
+    t = evidence.table("spearman_by_profile")
+    for K in pb.QUICK["Ks"]:
+        got = {r[1]: r for r in t.rows if r[0] == K}
+        assert set(got) == set("abcde") and set(got) <= set(PROFILES)
+        judged = [k for k, r in got.items() if r[6]]
+        assert judged == [best]
+        assert got[best][3] == evidence[f"spearman_K{K}"].value
+        assert got[best][4] == evidence[f"spearman_lo_K{K}"].value
+        for r in got.values():
+            assert r[4] <= r[3] + 1e-12 <= r[5] + 2e-12 or np.isnan(r[3])

@@ -25,9 +25,16 @@ def test_mutants_cover_the_breaks_the_issue_names():
 
 
 @pytest.mark.parametrize(("cid", "name"), PAIRS, ids=[f"{c}-{n}" for c, n in PAIRS])
-def test_mutant_is_killed(cid, name):
+def test_mutant_is_killed(cid, name, monkeypatch):
     claim = get_claim(cid)
     base = _baseline(cid)
+    if cid == "PB15":
+        # PB15's SmolLM2 sub-verdict runs the same routines as its toy LM (the unmutated run
+        # above measures both); under a mutant only the toy is re-measured, to keep the suite
+        # inside its time budget. The kill must then come from a toy comparison.
+        from posflow.proofs_checks import models_claims_pb15
+
+        monkeypatch.setattr(models_claims_pb15, "_smollm2_installed", lambda: False)
     assert base.status != "ERROR", base.error
     (m,) = [m for m in mut.mutants_of(cid) if m.name == name]
     kill = mut.run_mutant(claim, m, Context(), base)

