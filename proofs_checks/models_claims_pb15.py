@@ -669,6 +669,17 @@ def pb15(ctx: Context) -> Evidence:
         tables += t
         figs.append(f)
         notes.append(note)
+    from posflow.proofs_checks.models_study import study_evidence
+    from posflow.simulate.models.study import stored_study
+
+    store = stored_study()
+    extra = ""
+    if store and store.get("runs"):
+        m, t, f, extra = study_evidence(store)
+        ms += m
+        tables += t
+        figs += f
+        extra = " " + extra
     return Evidence(
         ms,
         tables=tables,
@@ -676,7 +687,8 @@ def pb15(ctx: Context) -> Evidence:
         setup="; ".join(notes)
         + f". Each sequence measured alone; percentile bootstrap over sequences (seed "
         f"[{ctx.seed}, 15]; replicate 0 is the full sample), {family} comparisons at "
-        f"family-wise {100 * ALPHA:g}% (each interval {100 * (1 - ALPHA / family):.3g}%).",
+        f"family-wise {100 * ALPHA:g}% (each interval {100 * (1 - ALPHA / family):.3g}%)."
+        + extra,
     )
 
 

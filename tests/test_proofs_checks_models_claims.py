@@ -284,3 +284,42 @@ def test_hand_computation_by_hand_on_one_token():
         a = blk.attn.out_proj.weight @ v
         ref = float(a.norm() / (x.norm() + a.norm()))
     assert abs(models_claims._hand_posflow(model, ids)[0] - ref) < 1e-14
+
+
+def test_the_stored_study_in_pb15_is_reported_from_its_numbers():
+    from posflow.proofs_checks.models_study import study_evidence
+
+    rng = np.random.default_rng(0)
+    n, L = 6, 3
+
+    def rec(v):
+        return [v, 0.01, v - 0.02, v + 0.02]
+
+    stats = {}
+    for k in ("a", "b", "c", "d", "e", "geometric", "linear", "uniform", "shuffled"):
+        stats[f"w1.{k}"] = rec({"e": 0.1, "d": 0.2}.get(k, 0.4))
+        stats[f"spearman.{k}"] = rec(0.3)
+        stats[f"first.{k}"] = rec(0.5)
+    stats["first.measured"] = rec(0.05)
+    for t in range(L):
+        for name in ("lambda", "sink.attention_on_0", "sink.value_share_of_0",
+                     "sink.gradient_influence_of_0"):  # fmt: skip
+            stats[f"{name}.{t}"] = rec(0.1 * (t + 1))
+    p = rng.dirichlet(np.ones(n))
+    run = {"n": n, "sequences": 64, "groups": 8, "confidence": 0.95, "stats": stats,
+           "profiles": {k: list(p) for k in (*"abcde", "geometric", "linear", "uniform",
+                                              "shuffled", "measured")},
+           "best": "e", "differences": {k: rec(0.0) for k in (*"abcde", "geometric", "linear",
+                                                              "uniform", "shuffled")},
+           "layers": L}  # fmt: skip
+    store = {"setup": {"command": "cmd", "text": "txt"}, "runs": {str(n): run}}
+    ms, tables, figs, setup = study_evidence(store)
+    by = {m.key: m for m in ms}
+    assert by["smollm2_study.best"].value.startswith("e: ")
+    assert all(m.test == "info" for m in ms)
+    sinks = [t for t in tables if t.key == "smollm2_study.sinks"][0]
+    assert sinks.rows[1][:4] == pytest.approx([1, 0.2, 0.18, 0.22], abs=1e-15)  # λ_1 est, lo, hi
+    prof = [t for t in tables if t.key == "smollm2_study.profiles"][0]
+    assert len(prof.rows) == 9 and all(len(r) == len(prof.columns) for r in prof.rows)
+    assert len(figs[0].panels) == 2  # one per n and the sinks
+    assert "median 0.2" in setup and "(e) 0.1 < (d) 0.2" in setup
