@@ -6,8 +6,10 @@ under test:
 
 * the NumPy reference (:mod:`posflow.simulate.transport`): suffix-sum angles, ``so2_scores``,
   the inverse output rotation of values and ``so2_value_output``, zero-initialised learned angles
-  against RoPE, the PaTH key-cache update and ``householder_scores``, absolute frames and
-  ``orthogonal_scores`` on both route conventions, and ``route_product`` itself;
+  against RoPE, the PaTH key-cache update and ``householder_scores``, the chunked (compact-WY /
+  UT-transform) ``householder_route_scores`` on both routes and ``path_attention`` against the
+  softmax of the dense Householder scores, absolute frames and ``orthogonal_scores`` on both
+  route conventions, and ``route_product`` itself;
 * the torch schemes that claim AT20 trains (:mod:`posflow.simulate.models.schemes` and
   ``lm.RoPE``): RoPE, random Q/K and Q/K/V, learned Q/K and Q/K/V (with random, non-zero angle
   embeddings, and at zero initialisation against RoPE), and PaTH, run through their
@@ -30,10 +32,13 @@ from posflow.proofs_checks.mutants import add_mutant
 from posflow.proofs_checks.registry import Context, register
 from posflow.simulate.orthogonal import rope_frequencies, rotate_blocks
 from posflow.simulate.transport import (
+    ROUTES,
     frame_prefix,
+    householder_route_scores,
     householder_scores,
     householder_step,
     orthogonal_scores,
+    path_attention,
     route_product,
     so2_scores,
     so2_value_output,
@@ -41,6 +46,7 @@ from posflow.simulate.transport import (
 )
 
 _U = 1.1102230246251565e-16  # float64 unit roundoff
+_CHUNK = 6  # chunk length of the chunked PaTH checks: n = 40 and 64 are not multiples of it
 
 
 def _so2_dense(theta) -> np.ndarray:
@@ -94,6 +100,27 @@ def _fp(n: int, d: int, scale: float) -> tuple[float, str]:
     )
 
 
+def _fp_chunked(n: int, d: int, chunk: int, scale: float) -> tuple[float, str]:
+    """Rounding bound of the chunked Householder scores against the dense product."""
+    depth = -(-n // chunk) + 1  # inter-chunk carries plus the local (intra-chunk) terms
+    per = 2 * d + 4 * chunk * chunk  # two d-term sums and C-term sums with |L_sr| ≤ β_s β_r ≤ 4
+    chunked, dense = depth * per * _U * scale, n * d * _U * scale
+    bound = 16 * (chunked + dense)
+    return bound, (
+        f"≤ ⌈n/C⌉ + 1 = {depth} carries by norm-≤1 chunk products (C = {chunk}), each with "
+        f"2d + 4C² = {per} terms of size ≤ ‖q‖‖k‖ (|L_sr| ≤ 4): {depth}·{per}·1.1e-16·"
+        f"{scale:.3g} = {chunked:.1e}, plus the dense reference's n·d·u·‖q‖‖k‖ = {dense:.1e}, "
+        f"times 16 for the softmax and second-order terms: {bound:.1e}"
+    )
+
+
+def _softmax_rows(s, scale: float, bias) -> np.ndarray:
+    """Causal softmax rows of scale·s + bias (s is NaN above the diagonal)."""
+    z = np.where(np.isnan(s), -np.inf, scale * s + bias)
+    a = np.exp(z - z.max(axis=1, keepdims=True))
+    return a / a.sum(axis=1, keepdims=True)
+
+
 def _numpy_identities(rng, n: int, d: int) -> tuple[dict, dict]:
     """Errors of the NumPy fast paths against dense route products, and the setup scale."""
     q, k, v = rng.standard_normal((3, n, d))
@@ -140,11 +167,23 @@ def _numpy_identities(rng, n: int, d: int) -> tuple[dict, dict]:
     cache = k.copy()
     for t in range(1, n):  # token t arrives: every earlier cached key is updated
         cache[:t] = householder_step(cache[:t], w[t], beta[t])
-    dense_path = _dense_scores(q, k, H, 1)[i]
+    dense_h = {route: _dense_scores(q, k, H, shift) for shift, route in enumerate(ROUTES)}
+    dense_path = dense_h["path"][i]
     err["path_cache_scores"] = float(np.abs(cache @ q[i] - dense_path).max())
     err["householder_scores"] = float(
         np.abs(householder_scores(q[i], k, w, beta, i) - dense_path).max()
     )
+    # (4b) the chunked compact-WY / UT-transform scores (all queries) and PaTH attention outputs
+    chunked = {}
+    for route in ROUTES:
+        got = householder_route_scores(q, k, w, beta, route, _CHUNK)
+        chunked[f"householder_route_scores_{route}"] = float(
+            np.abs(got - dense_h[route])[low].max()
+        )
+    alibi = -0.1 * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
+    ref_out = _softmax_rows(dense_h["path"], 1 / math.sqrt(d), alibi) @ v
+    out = path_attention(q, k, v, w, beta, "path", _CHUNK, bias=alibi)
+    chunked["path_attention"] = float(np.abs(out - ref_out).max())
     # (5) absolute frames for orthogonal steps: P_{j→i} = G_i G_jᵀ on both route conventions
     for shift, route in enumerate(("from_source", "path")):
         G = frame_prefix(steps, route)
@@ -158,7 +197,7 @@ def _numpy_identities(rng, n: int, d: int) -> tuple[dict, dict]:
             ].max()
         )
     scale = float(np.max(np.linalg.norm(q, axis=1)) * np.max(np.linalg.norm(k, axis=1)))
-    return err, {"scale": scale}
+    return err, {"scale": scale, "chunked": chunked}
 
 
 _TORCH_SCHEMES = ("rope", "random_qk", "random_qkv", "learned_qk", "learned_qkv", "path")
@@ -254,6 +293,11 @@ _LABELS = {
     "householder_step_vs_matrix": "k − β(k·w)w vs H k",
     "path_cache_scores": "PaTH key-cache update vs q_iᵀ H_i⋯H_{j+1} k_j",
     "householder_scores": "householder_scores vs q_iᵀ H_i⋯H_{j+1} k_j",
+    "householder_route_scores_path": "chunked householder_route_scores vs q_iᵀ H_i⋯H_{j+1} k_j",
+    "householder_route_scores_from_source": (
+        "chunked householder_route_scores vs q_iᵀ H_{i−1}⋯H_j k_j"
+    ),
+    "path_attention": "chunked path_attention vs softmax(dense/√d + ALiBi) V",
     "frames_from_source": "G_i G_jᵀ vs P_{j→i} (from_source)",
     "frames_path": "G_i G_jᵀ vs P_{j→i} (path)",
     "orthogonal_scores_from_source": "orthogonal_scores vs dense (from_source)",
@@ -283,11 +327,13 @@ def at18(ctx: Context) -> Evidence:
     """Claim AT18: the fast implementations, NumPy and torch, equal dense route products.
 
     NumPy (n = 40, d = 8; full n = 64): every fast path of :mod:`posflow.simulate.transport`
-    against :func:`_dense_route`. Torch (n = 24, H = 2, d_h = 8, float64, eval mode): RoPE,
-    random_qk/qkv, learned_qk/qkv with random angle embeddings, and path, through the hooks
-    ``qkv → scores → softmax → output`` of ``lm.Attention``, against dense route products of the
-    angles (or Householder steps) the scheme itself produced; learned_qk at zero initialisation
-    against lm.RoPE. Each error is held to a rounding bound computed from n, d and ‖q‖‖k‖.
+    against :func:`_dense_route`, the chunked PaTH scores (both routes) and outputs with chunks of
+    C = 6 steps (n not a multiple of C) included. Torch (n = 24, H = 2, d_h = 8, float64, eval
+    mode): RoPE, random_qk/qkv, learned_qk/qkv with random angle embeddings, and path, through
+    the hooks ``qkv → scores → softmax → output`` of ``lm.Attention``, against dense route
+    products of the angles (or Householder steps) the scheme itself produced; learned_qk at zero
+    initialisation against lm.RoPE. Each error is held to a rounding bound computed from n, d
+    (and C) and ‖q‖‖k‖.
     """
     rng = claim_rng(ctx, 18)
     n, d = (64, 8) if ctx.full else (40, 8)
@@ -298,6 +344,12 @@ def at18(ctx: Context) -> Evidence:
         for key, val in err.items()
     ]
     rows = [["numpy", key, val, tol_np] for key, val in err.items()]
+    tol_c, why_c = _fp_chunked(n, d, _CHUNK, max(setup["scale"], 1.0))
+    ms += [
+        at_most(key, val, 0.0, fp_tol(tol_c, why_c), label=_label(key))
+        for key, val in setup["chunked"].items()
+    ]
+    rows += [["numpy", key, val, tol_c] for key, val in setup["chunked"].items()]
     n_t, H, d_t = 24, 2, 8
     try:
         import torch  # noqa: F401
@@ -329,7 +381,8 @@ def at18(ctx: Context) -> Evidence:
                 rows,
             )
         ],
-        setup=f"NumPy: n = {n}, d = {d}, q, k, v ~ N(0, 1), θ ~ Unif[−1, 1], β ~ Unif[0, 2]; "
+        setup=f"NumPy: n = {n}, d = {d}, q, k, v ~ N(0, 1), θ ~ Unif[−1, 1], β ~ Unif[0, 2], "
+        f"chunked PaTH with C = {_CHUNK}; "
         f"torch: n = {n_t}, H = {H}, d_h = {d_t}, float64, eval mode, schemes "
         f"{', '.join(_TORCH_SCHEMES)}.",
     )
@@ -389,7 +442,26 @@ def _rope_sin_cos_swapped(original):
     return _rotate
 
 
+def _inverse_transposed(original):
+    @functools.wraps(original)
+    def inverse(xp, a):
+        return xp.matrix_transpose(original(xp, a))
+
+    return inverse
+
+
+def _carry_skips_last_step(original):
+    @functools.wraps(original)
+    def carry(xp, x, w, lw):
+        # L is lower triangular, so the first C − 1 rows of L·W are the WY factor of the chunk
+        # without its last step: the query skips H_{e} at every chunk boundary
+        return original(xp, x, w[..., :-1, :], lw[..., :-1, :])
+
+    return carry
+
+
 _S = "posflow.simulate.models.schemes"
+_HH = "posflow.simulate._householder"
 add_mutant(
     "AT18",
     "suffix-angles-off-by-one",
@@ -410,6 +482,20 @@ add_mutant(
     "posflow.simulate.transport:householder_step",
     scaled_argument(2, 0.5, "beta"),
     "the PaTH update uses β/2",
+)
+add_mutant(
+    "AT18",
+    "householder-ut-inverse-transposed",
+    f"{_HH}:_unit_lower_inverse",
+    _inverse_transposed,
+    "the chunked PaTH UT transform uses (I + A)⁻ᵀ B for (I + A)⁻¹ B",
+)
+add_mutant(
+    "AT18",
+    "householder-carry-skips-a-step",
+    f"{_HH}:_carry",
+    _carry_skips_last_step,
+    "the chunked PaTH inter-chunk carry skips the last step of each chunk",
 )
 add_mutant(
     "AT18",

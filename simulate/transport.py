@@ -24,9 +24,10 @@ Backends. Every function takes NumPy arrays, array_like, or the arrays of one ot
 (torch, CuPy, array_api_strict) and returns arrays of that backend; NumPy callers get NumPy
 arrays. The computation is the same array-API code on every backend (float64).
 
-Route angles, products and frames (``posflow.simulate._routes``), the stylized single-layer
-model of [B] (``posflow.simulate._stylized``) and the mixing-window estimates
-(``posflow.simulate._mixing``) live in private modules and are re-exported here.
+Route angles, products and frames (``posflow.simulate._routes``), the chunked (compact-WY /
+UT-transform) Householder route scores and PaTH attention (``posflow.simulate._householder``),
+the stylized single-layer model of [B] (``posflow.simulate._stylized``) and the mixing-window
+estimates (``posflow.simulate._mixing``) live in private modules and are re-exported here.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import math
 import numpy as np
 
 from posflow.simulate._arrays import as_float, check_int, namespace_of, positions
+from posflow.simulate._householder import householder_route_scores, path_attention
 from posflow.simulate._mixing import empirical_mixing_window, empirical_route_mean, mixing_window
 from posflow.simulate._routes import (
     ROUTES,
@@ -61,12 +63,14 @@ __all__ = [
     "empirical_mixing_window",
     "empirical_route_mean",
     "frame_prefix",
+    "householder_route_scores",
     "householder_scores",
     "householder_step",
     "mixing_window",
     "near_far_mass",
     "orthogonal_scores",
     "orthogonal_value_output",
+    "path_attention",
     "rotate_blocks",
     "route_angles",
     "route_product",

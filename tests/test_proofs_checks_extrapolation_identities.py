@@ -34,6 +34,17 @@ def test_at18_holds_with_numpy_and_torch_identities(results):
     assert ev["so2_scores"].value <= 1e-12
 
 
+def test_at18_checks_the_chunked_path_transport_on_both_routes(results):
+    ev = results["AT18"]
+    for key in (
+        "householder_route_scores_path",
+        "householder_route_scores_from_source",
+        "path_attention",
+    ):
+        assert ev[key].value <= 1e-12
+        assert ev[key].tol.kind == "floating-point" and "C = 6" in ev[key].tol.reason
+
+
 def test_dense_rotation_is_the_half_split_block_matrix():
     theta = np.array([[0.3, -1.1]])
     m = _so2_dense(theta)[0]
