@@ -11,7 +11,17 @@
    ``so2_scores`` rotates queries and keys by absolute angles (O(n·d)) and does one matmul;
 3. Monte Carlo throughput: stylized single-layer trials per second
    (:func:`posflow.simulate.transport.stylized_attention`, L = 8192, d = 96) and route-angle samples
-   per second (:func:`posflow.simulate.transport.empirical_route_mean`, d = 96, 48 blocks).
+   per second (:func:`posflow.simulate.transport.empirical_route_mean`, d = 96, 48 blocks);
+4. PaTH (Householder) route scores s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j for all j ≤ i, D = 64:
+   ratio per-query sweep (all T queries through
+   :func:`posflow.simulate.transport.householder_scores`, NumPy) / the chunked compact-WY
+   :func:`posflow.simulate.transport.householder_route_scores` (NumPy, C = 64) at T = 1024 (goal
+   ≥ 20×), the chunk-size dependence, and the crossover length (smallest T of 2, 4, 8, … from
+   which on the chunked path beats the sweep at every scanned length); torch (CPU, one thread):
+   ratio ``schemes.path_scores`` (the training code's reverse sweep, all queries in one call) /
+   chunked torch at T = 256, 512, 1024, and its crossover; max |Δs| against the sweep in each
+   case; and :func:`posflow.simulate.transport.path_attention` against softmax of the swept
+   scores.
 
 Everything runs on one core (BLAS and numba threads pinned to 1). The machine is shared with other
 work, so absolute times are noisy; the ratios are measured in one run, best of a few repeats.
@@ -35,6 +45,9 @@ from scipy.stats import ortho_group
 from posflow.simulate.orthogonal import SO2BlockLaw, block_indices, haar
 from posflow.simulate.transport import (
     empirical_route_mean,
+    householder_route_scores,
+    householder_scores,
+    path_attention,
     so2_scores,
     stylized_attention,
 )
@@ -118,6 +131,117 @@ def bench_monte_carlo(length, trials, routes, repeat):
     }
 
 
+def _path_inputs(t, d, seed=0):
+    rng = np.random.default_rng(seed)
+    q, k, v, w = rng.standard_normal((4, t, d))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    return q, k, v, w, rng.uniform(0, 2, t)
+
+
+def path_sweep(q, k, w, beta):
+    """All route scores by T per-query sweeps of householder_scores; NaN above the diagonal."""
+    t = q.shape[0]
+    s = np.full((t, t), np.nan)
+    for i in range(t):
+        s[i, : i + 1] = householder_scores(q[i], k, w, beta, i)
+    return s
+
+
+def _low_err(a, b):
+    low = np.tril_indices(a.shape[-1])
+    return float(
+        np.abs(np.asarray(a)[..., low[0], low[1]] - np.asarray(b)[..., low[0], low[1]]).max()
+    )
+
+
+def _crossover(rows):
+    """Smallest scanned T from which on the chunked path is faster at every larger T."""
+    cross = None
+    for r in reversed(rows):
+        if r["ratio"] <= 1:
+            break
+        cross = r["T"]
+    return cross
+
+
+def _path_scan_row(n, d, repeat):
+    q, k, _, w, beta = _path_inputs(n, d, 1)
+    t_sw, sw = best_of(lambda: path_sweep(q, k, w, beta), repeat)
+    t_ch, ch = best_of(lambda: householder_route_scores(q, k, w, beta), repeat)
+    return {
+        "T": n,
+        "t_sweep_s": t_sw,
+        "t_chunked_s": t_ch,
+        "ratio": t_sw / t_ch,
+        "max_abs_diff": _low_err(ch, sw),
+    }
+
+
+def bench_path_numpy(t, d, chunks, scan, repeat):
+    q, k, v, w, beta = _path_inputs(t, d)
+    t_sweep, ref = best_of(lambda: path_sweep(q, k, w, beta), 1)
+    by_chunk = {}
+    for c in chunks:
+        t_c, s = best_of(lambda c=c: householder_route_scores(q, k, w, beta, "path", c), repeat)
+        by_chunk[str(c)] = {
+            "t_chunked_s": t_c,
+            "ratio": t_sweep / t_c,
+            "max_abs_diff": _low_err(s, ref),
+        }
+    z = np.where(np.isnan(ref), -np.inf, ref / np.sqrt(d))
+    a = np.exp(z - z.max(axis=1, keepdims=True))
+    t_att, out = best_of(lambda: path_attention(q, k, v, w, beta, chunk=64), repeat)
+    rows = [_path_scan_row(n, d, repeat) for n in scan]
+    cross = _crossover(rows)
+    return {
+        "T": t,
+        "D": d,
+        "t_sweep_s": t_sweep,
+        "chunks": by_chunk,
+        "ratio": by_chunk["64"]["ratio"],
+        "max_abs_diff": by_chunk["64"]["max_abs_diff"],
+        "t_path_attention_s": t_att,
+        "path_attention_max_abs_diff": float(np.abs(out - (a / a.sum(1, keepdims=True)) @ v).max()),
+        "scan": rows,
+        "crossover_T": cross,
+    }
+
+
+def bench_path_torch(lengths, d, scan, repeat):
+    try:
+        import torch
+
+        from posflow.simulate.models.schemes import path_scores
+    except ImportError as exc:  # pragma: no cover - torch is optional here
+        return {"skipped": f"torch is not importable ({exc})"}
+    torch.set_num_threads(1)
+
+    def one(t, seed, rep):
+        q, k, _, w, beta = (torch.from_numpy(x) for x in _path_inputs(t, d, seed))
+        t_ref, ref = best_of(
+            lambda: path_scores(q[None, None], k[None, None], w[None, None], beta[None, None]), rep
+        )
+        t_ch, s = best_of(lambda: householder_route_scores(q, k, w, beta), rep)
+        return {
+            "T": t,
+            "t_schemes_path_scores_s": t_ref,
+            "t_chunked_s": t_ch,
+            "ratio": t_ref / t_ch,
+            "max_abs_diff": _low_err(s.numpy(), ref[0, 0].numpy()),
+        }
+
+    rows = [one(t, 0, repeat) for t in lengths]
+    scan_rows = [one(t, 1, repeat) for t in scan]
+    cross = _crossover(scan_rows)
+    return {
+        "torch": torch.__version__,
+        "D": d,
+        "rows": rows,
+        "scan": scan_rows,
+        "crossover_T": cross,
+    }
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
@@ -134,7 +258,13 @@ def main(argv=None):
             8192, 2 if args.quick else 8, 500 if args.quick else 2000, rep
         ),
     }
+    scan = [2**e for e in range(1, 8 if args.quick else 10)]
+    res["path"] = bench_path_numpy(256 if args.quick else 1024, 64, (16, 32, 64, 128), scan, rep)
+    res["path_torch"] = bench_path_torch(
+        (128, 256) if args.quick else (256, 512, 1024), 64, scan, rep
+    )
     h, s, m = res["haar"], res["scores"], res["monte_carlo"]
+    p, pt = res["path"], res["path_torch"]
     lines = [
         "# Transport benchmark (one core, shared machine: times are noisy)",
         "",
@@ -148,7 +278,36 @@ def main(argv=None):
         f"{m['stylized_trials_per_s']:.1f} trials/s ({m['stylized_tokens_per_s']:.2e} tokens/s)",
         f"- route-angle Monte Carlo (48 SO(2) blocks, {m['route_steps']} steps): "
         f"{m['route_angle_samples_per_s']:.2e} angle samples/s",
+        f"- PaTH route scores (Householder, all j ≤ i), T = {p['T']}, D = {p['D']}, NumPy: "
+        f"per-query sweep (householder_scores × T) / chunked householder_route_scores (C = 64) = "
+        f"**{p['ratio']:.0f}×** ({p['t_sweep_s']:.2f} s vs "
+        f"{p['chunks']['64']['t_chunked_s'] * 1e3:.1f} ms; max |Δs| = {p['max_abs_diff']:.1e}; "
+        "goal ≥ 20×); by chunk size C: "
+        + ", ".join(f"C = {c}: {r['ratio']:.0f}×" for c, r in p["chunks"].items())
+        + f"; path_attention {p['t_path_attention_s'] * 1e3:.1f} ms (max |Δo| against softmax "
+        f"of the swept scores = {p['path_attention_max_abs_diff']:.1e})",
+        f"- PaTH crossover, NumPy: the chunked path beats the sweep from T = "
+        f"**{p['crossover_T']}** on (scan T = {p['scan'][0]['T']} … {p['scan'][-1]['T']}: "
+        + ", ".join(f"{r['T']}: {r['ratio']:.3g}×" for r in p["scan"])
+        + f"; max |Δs| ≤ {max(r['max_abs_diff'] for r in p['scan']):.1e})",
     ]
+    if "skipped" in pt:
+        lines.append(f"- PaTH torch: skipped ({pt['skipped']})")
+    else:
+        lines += [
+            f"- PaTH route scores, torch {pt['torch']} (CPU, one thread), D = {pt['D']}: "
+            "schemes.path_scores (reverse sweep, all queries in one call) / chunked "
+            "householder_route_scores = "
+            + ", ".join(
+                f"**{r['ratio']:.1f}×** at T = {r['T']} ({r['t_schemes_path_scores_s'] * 1e3:.0f} "
+                f"ms vs {r['t_chunked_s'] * 1e3:.1f} ms; max |Δs| = {r['max_abs_diff']:.1e})"
+                for r in pt["rows"]
+            ),
+            f"- PaTH crossover, torch: the chunked path beats path_scores from T = "
+            f"**{pt['crossover_T']}** on ("
+            + ", ".join(f"{r['T']}: {r['ratio']:.3g}×" for r in pt["scan"])
+            + ")",
+        ]
     text = "\n".join(lines)
     print(text)
     if not args.quick:
