@@ -37,6 +37,9 @@ class Kernel:
     device = None
     xp = None
     _diag = None  # diag(A), shape (n,), on the device
+    # row-stochastic by construction (rows sum to 1 up to rounding): the rollout may project
+    # its row masses back onto their invariant (posflow.simulate.rollout, module docstring)
+    _row_stochastic = False
 
     def _place(self, backend, device, *arrays) -> None:
         """Resolve ``backend``/``device`` once (None infers them from the array arguments)."""

@@ -9,6 +9,9 @@ apply them to a row vector without forming the matrix:
 * ``K.apply_left(p)`` — the row vector ``p A`` (``p`` of shape (n,) or a batch (k, n));
 * ``K.diagonal()`` — ``diag(A)``, shape (n,).
 
+``alibi_kernels(n, slopes, content)`` builds the ALiBi kernels of L layers (content (L, H)) in
+one pass that shares the slope-only tables (the per-layer kernels of the measured models).
+
 Constructors take ``backend=`` (``"numpy"`` by default, ``"torch"``, ``"cupy"``,
 ``"array_api_strict"``; inferred from array arguments when None) and ``device=``, resolved once
 when the kernel is built (:class:`posflow.simulate._kernel.Kernel`). The kernel keeps its tables
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posflow.simulate._alibi import AlibiKernel, alibi_slopes
+from posflow.simulate._alibi import AlibiKernel, alibi_kernels, alibi_slopes
 from posflow.simulate._arrays import worst_above
 from posflow.simulate._kernel import Kernel, check_n
 from posflow.simulate._monotone import is_stochastically_monotone, monotonicity_deficit
@@ -36,6 +39,7 @@ __all__ = [
     "Kernel",
     "UniformKernel",
     "alibi_kernel",
+    "alibi_kernels",
     "alibi_slopes",
     "dense_kernel",
     "is_stochastically_monotone",
@@ -49,6 +53,8 @@ __all__ = [
 
 class UniformKernel(Kernel):
     """Uniform causal attention ``A[i, j] = 1/(i+1)`` for ``j <= i`` (no positional encoding)."""
+
+    _row_stochastic = True
 
     def __init__(self, n: int, backend=None, device=None):
         self.n = check_n(n)
@@ -145,6 +151,11 @@ class DenseKernel(Kernel):
         self.n, self.causal, self._A = int(M.shape[0]), causal, M
         idx = self.xp.arange(0, self.n * self.n, self.n + 1, device=self.device)
         self._diag = self.xp.take(self.xp.reshape(M, (-1,)), idx)
+        # rows within 8 n u of 1 (u = 2^-53): stochastic up to the rounding of building them,
+        # so the rollout may project its mass (a larger defect is the matrix's own and is kept)
+        sums = self.xp.sum(M, axis=1)
+        defect = float(self.xp.max(self.xp.abs(sums - 1.0)))
+        self._row_stochastic = defect <= 8.0 * self.n * 2.0**-53
 
     def dense(self):
         return self.xp.asarray(self._A, copy=True)

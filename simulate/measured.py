@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from posflow.simulate.kernels import alibi_kernel
+from posflow.simulate.kernels import alibi_kernel, alibi_kernels
 from posflow.simulate.rollout import influence
 
 __all__ = [
@@ -85,7 +85,11 @@ class MeasuredConfig:
         return int(self.slopes.size)
 
     def kernels(self, with_content: bool = True):
-        """Per-layer ALiBi(+content) kernels, a list of L kernels (one shared when no content)."""
+        """Per-layer ALiBi(+content) kernels, a list of L kernels (one shared when no content).
+
+        The L content kernels are built in one pass by
+        :func:`posflow.simulate.kernels.alibi_kernels` (slope-only tables shared).
+        """
         if not with_content or (self.content.shape == (1, 1) and self.content[0, 0] == 0.0):
             k = alibi_kernel(self.n, self.slopes)
             return [k] * self.num_layers
@@ -94,7 +98,7 @@ class MeasuredConfig:
                 f"content of {self.source} has shape {self.content.shape}; per-layer, per-head "
                 "content (setting all_content) is needed for a content rollout"
             )
-        return [alibi_kernel(self.n, self.slopes, c) for c in self.content]
+        return alibi_kernels(self.n, self.slopes, self.content)
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from scipy.special import softmax
 
 from posflow.simulate.kernels import (
     alibi_kernel,
+    alibi_kernels,
     alibi_slopes,
     dense_kernel,
     is_stochastically_monotone,
@@ -221,6 +222,122 @@ def test_alibi_extreme_magnitudes_match_high_precision_softmax(n, m, c):
     q = K.apply_left(e)
     assert np.isfinite(q).all()
     np.testing.assert_allclose(q, e @ A, rtol=0, atol=1e-13)
+
+
+# -- many layers in one pass (alibi_kernels) ----------------------------------------------
+
+
+def same_tables(a, b):
+    """Two AlibiKernels hold bit-identical tables."""
+    assert np.array_equal(a._diag, b._diag) and np.array_equal(a._w_off, b._w_off)
+    assert np.array_equal(a._r, b._r) and np.array_equal(a._hw, b._hw)
+    assert len(a._neg_tables) == len(b._neg_tables)
+    for (wa, sa), (wb, sb) in zip(a._neg_tables, b._neg_tables, strict=True):
+        assert np.array_equal(wa, wb) and np.array_equal(sa, sb)
+    for name in ("slopes", "content", "head_weights"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+
+
+@st.composite
+def layer_cases(draw, slope_lo=-2.0, slope_hi=3.0, c_abs=300.0):
+    n = draw(st.integers(1, 40))
+    H = draw(heads)
+    L = draw(st.integers(1, 5))
+    m = draw(st.lists(st.floats(slope_lo, slope_hi, **floats), min_size=H, max_size=H))
+    C = draw(
+        st.lists(
+            st.lists(st.floats(-c_abs, c_abs, **floats), min_size=H, max_size=H),
+            min_size=L,
+            max_size=L,
+        )
+    )
+    w = draw(st.none() | st.lists(st.floats(0.1, 3.0, **floats), min_size=H, max_size=H))
+    return n, m, np.array(C), w
+
+
+@settings(max_examples=60, deadline=None)
+@given(layer_cases())
+def test_alibi_kernels_equal_one_kernel_per_layer_bit_for_bit(case):
+    # the batched tables are the one-by-one tables, bit for bit (same code, one pass), for
+    # negative slopes, large content and head weights too
+    n, m, C, w = case
+    many = alibi_kernels(n, m, C, head_weights=w)
+    assert len(many) == C.shape[0]
+    p = np.random.default_rng(n).random((2, n))
+    for K, c in zip(many, C, strict=True):
+        one = alibi_kernel(n, m, c, head_weights=w)
+        same_tables(K, one)
+        assert np.array_equal(K.apply_left(p), one.apply_left(p))
+
+
+@settings(max_examples=40, deadline=None)
+@given(layer_cases(c_abs=50.0))
+def test_alibi_kernels_match_the_dense_softmax(case):
+    n, m, C, w = case
+    p = np.random.default_rng(1).random((2, n))
+    for K, c in zip(alibi_kernels(n, m, C, head_weights=w), C, strict=True):
+        A = reference_alibi(n, m, c, weights=w)
+        np.testing.assert_allclose(K.dense(), A, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(K.apply_left(p), p @ A, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(K.diagonal(), np.diag(A), rtol=0, atol=1e-12)
+
+
+def test_alibi_kernels_extreme_content_is_exact_and_finite():
+    # content ±1e308 and slopes up to 1e308 against the 60-digit softmax (no overflow, no NaN)
+    n, m = 7, [1e308, 0.3, 1e-300]
+    C = np.array([[-1e308, 1.0, 900.0], [1e308, -900.0, 0.0], [3.0, 1e308, -1e308]])
+    for K, c in zip(alibi_kernels(n, m, C), C, strict=True):
+        A = reference_alibi_mp(n, m, c)
+        assert np.isfinite(K.dense()).all() and np.isfinite(K.diagonal()).all()
+        np.testing.assert_allclose(K.dense(), A, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(K.apply_left(np.ones(n)), np.ones(n) @ A, rtol=0, atol=1e-13)
+
+
+def test_alibi_kernels_share_the_stationary_tail_of_long_rows():
+    # n = 3000, min m = 0.05: the tables stop at 45/m + 2 rows and the far rows are exact
+    n, m = 3000, [0.05, 1.0]
+    C = np.array([[2.0, -3.0], [0.0, 4.0]])
+    for K, c in zip(alibi_kernels(n, m, C), C, strict=True):
+        assert K._w_off.shape[0] == int(np.ceil(45 / 0.05)) + 2
+        e = np.zeros(n)
+        e[2999] = 1.0
+        j = np.arange(n)
+        ref = (
+            sum(softmax(ch * (j == n - 1) - mh * (n - 1 - j)) for mh, ch in zip(m, c, strict=True))
+            / 2
+        )
+        np.testing.assert_allclose(K.apply_left(e), ref, rtol=0, atol=1e-13)
+
+
+def test_alibi_kernels_broadcast_a_content_column_and_accept_no_layers():
+    many = alibi_kernels(9, [0.5, 0.1], [[1.0], [-2.0]])
+    for K, c in zip(many, (1.0, -2.0), strict=True):
+        same_tables(K, alibi_kernel(9, [0.5, 0.1], [c, c]))
+    assert alibi_kernels(9, [0.5, 0.1], np.zeros((0, 2))) == []
+    one = alibi_kernels(4, 0.5, [[1.0, 2.0, 3.0]])[0]  # one slope for three heads
+    same_tables(one, alibi_kernel(4, 0.5, [1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize(
+    "args, exc, match",
+    [
+        ((5, [0.1, 0.2], [1.0, 2.0]), ValueError, r"content must have shape \(L, H\)"),
+        ((5, [0.1, 0.2], np.ones((2, 3))), ValueError, "agree on the number of heads"),
+        ((5, [0.1, 0.2], [[1.0, np.inf]]), ValueError, "content must be finite"),
+        ((5, [0.1, 0.2], "ab"), TypeError, "content"),
+        ((5, [], [[1.0]]), ValueError, "slopes must have at least one"),
+        ((5, [0.1, np.nan], [[1.0, 1.0]]), ValueError, "slopes must be finite"),
+        ((0, [0.1], [[1.0]]), ValueError, "n must be at least 1"),
+    ],
+)
+def test_alibi_kernels_reject_bad_input(args, exc, match):
+    with pytest.raises(exc, match=match):
+        alibi_kernels(*args)
+
+
+def test_alibi_kernels_reject_bad_head_weights():
+    with pytest.raises(ValueError, match="head_weights"):
+        alibi_kernels(5, [0.1, 0.2], [[1.0, 2.0]], head_weights=[1.0, -1.0])
 
 
 def test_apply_left_rejects_wrong_length_and_nan():

@@ -31,6 +31,18 @@ def test_released_slopes_are_textbook_alibi(model, H):
     np.testing.assert_allclose(measured.config(model).slopes, alibi_slopes(H), rtol=1e-15)
 
 
+@pytest.mark.parametrize("model", ["bloom-7b1", "bloom"])
+def test_content_kernels_are_the_one_by_one_kernels_bit_for_bit(model):
+    # MeasuredConfig.kernels builds all layers in one pass (alibi_kernels); layer by layer it
+    # equals alibi_kernel(n, slopes, content[l]), bit for bit, and so does the profile
+    cfg = measured.config(model, "all_content", "wikipedia")
+    many = cfg.kernels(with_content=True)
+    one = [alibi_kernel(cfg.n, cfg.slopes, c) for c in cfg.content]
+    for a, b in zip(many, one, strict=True):
+        assert np.array_equal(a._diag, b._diag) and np.array_equal(a._w_off, b._w_off)
+    assert np.array_equal(influence(many, cfg.lambdas), influence(one, cfg.lambdas))
+
+
 def test_lambda_sums_match_the_digest_table():
     # Σλ_t on fineweb-edu, from papers/A_position_bias.md §2.2
     expected = {

@@ -1,11 +1,20 @@
 """posflow.simulate.rollout against a plain dense matrix-product reference."""
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
+from posflow.simulate._kernel import Kernel
+from posflow.simulate.kernels import (
+    alibi_kernel,
+    alibi_kernels,
+    alibi_slopes,
+    dense_kernel,
+    uniform_kernel,
+)
 from posflow.simulate.rollout import (
     constant,
     diagonal,
@@ -173,3 +182,114 @@ def test_schedules():
 def test_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# -- mass conservation --------------------------------------------------------------------
+
+
+def drift(p) -> float:
+    """|Σp − 1| with the sum exactly rounded (math.fsum), so the check adds no error."""
+    return abs(math.fsum(np.asarray(p).ravel()) - 1.0)
+
+
+def plain_chain(ks, lam):
+    """The vector chain of steps without the mass projection, from e_{n-1}."""
+    p = np.zeros((1, ks[0].n))
+    p[0, -1] = 1.0
+    for t in range(len(lam) - 1, -1, -1):
+        p = ks[t]._residual_step(p, float(lam[t]))
+    return p[0]
+
+
+def vector_dense_chain(ks, lam):
+    """p ↦ p ((1 − λ) I + λ A) with the dense matrices (the reference)."""
+    p = np.zeros(ks[0].n)
+    p[-1] = 1.0
+    for t in range(len(lam) - 1, -1, -1):
+        p = (1 - lam[t]) * p + lam[t] * (p @ ks[t].dense())
+    return p
+
+
+N_MASS = 1024
+RNG = np.random.default_rng(15)
+MASS_CASES = {
+    "uniform": lambda T: [uniform_kernel(N_MASS)] * T,
+    "alibi 8 heads": lambda T: [alibi_kernel(N_MASS, alibi_slopes(8))] * T,
+    "alibi one slow head": lambda T: [alibi_kernel(N_MASS, 0.1)] * T,
+    "alibi + content per layer": lambda T: alibi_kernels(
+        N_MASS, alibi_slopes(8), RNG.uniform(-5, 8, (T, 8))
+    ),
+    "alibi negative slopes + content": lambda T: alibi_kernels(
+        N_MASS, [-0.05, 0.1, -0.3, 0.02], RNG.uniform(-3, 3, (T, 4))
+    ),
+}
+
+
+@pytest.mark.parametrize("T", [32, 64])
+@pytest.mark.parametrize("name", sorted(MASS_CASES))
+def test_attention_only_rollout_conserves_mass_to_1e_15_at_n_1024(name, T):
+    # λ ≡ 1: the plain chain drifts by 20–60 ulp here (up to 3.6e-14); the projected one keeps
+    # Σp within 1e-15 (in practice within 1 ulp), and moves no entry by more than the drift
+    ks = MASS_CASES[name](T)
+    lam = np.ones(T)
+    p = influence(ks, lam)
+    assert drift(p) <= 1e-15
+    raw = plain_chain(ks, lam)
+    change = np.abs(p - raw) / np.maximum(raw, 1e-300)
+    assert change.max() <= drift(raw) + 4 * 2.0**-53
+    assert (p >= 0).all()
+
+
+@pytest.mark.parametrize("lam", [0.3, 0.97])
+@pytest.mark.parametrize("name", ["uniform", "alibi + content per layer"])
+def test_residual_rollout_conserves_mass_too(name, lam):
+    ks = MASS_CASES[name](48)
+    assert drift(influence(ks, np.full(48, lam))) <= 1e-15
+
+
+def test_dense_kernels_within_rounding_of_stochastic_conserve_mass_too():
+    A = alibi_kernel(N_MASS, alibi_slopes(4)).dense()
+    K = dense_kernel(A)
+    assert K._row_stochastic
+    p = influence(K, np.ones(40))
+    assert drift(p) <= 1e-15
+    # and the result still equals the dense vector chain, entry by entry to its own drift
+    ref = vector_dense_chain([K] * 40, np.ones(40))
+    np.testing.assert_allclose(p, ref, rtol=drift(ref) + 4 * 2.0**-53, atol=0)
+
+
+def test_projected_rollout_still_matches_the_dense_products():
+    n, T = 300, 32
+    ks = alibi_kernels(n, [0.5, 0.05, -0.02], RNG.uniform(-4, 4, (T, 3)))
+    lam = np.ones(T)
+    np.testing.assert_allclose(influence(ks, lam), vector_dense_chain(ks, lam), rtol=0, atol=1e-14)
+    P = rollout_matrix(ks[:8], lam[:8])
+    np.testing.assert_allclose(P, dense_rollout(ks[:8], lam[:8]), rtol=0, atol=1e-13)
+    assert max(drift(row) for row in P) <= 1e-15
+
+
+def test_a_step_that_leaks_mass_keeps_its_loss(monkeypatch):
+    # the projection only removes rounding: a residual step that loses 1e-6 λ of its attention
+    # branch (mutant leaky-attention-branch) shows the loss (1 − 1e-6 λ)^T, also for small λ
+    def leaky(self, p, lam):
+        return (1.0 - lam) * p + lam * (1.0 - 1e-6) * self._apply(p)
+
+    monkeypatch.setattr(Kernel, "_residual_step", leaky)
+    n, T = 64, 50
+    for K in (uniform_kernel(n), alibi_kernel(n, [-0.1, 0.2], [1.0, 0.0])):
+        for lam in (1.0, 1e-3, 1e-6):
+            loss = 1.0 - math.fsum(influence(K, np.full(T, lam)))
+            expected = -math.expm1(T * math.log1p(-lam * 1e-6))
+            assert loss == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_dense_kernel_that_is_not_stochastic_keeps_its_defect():
+    # rows summing to 1 − 1e-10 (within the 1e-9 that dense_kernel admits): a real defect,
+    # not rounding, so the rollout is not projected and loses mass like the dense chain
+    n, T = 50, 20
+    A = uniform_kernel(n).dense() * (1.0 - 1e-10)
+    K = dense_kernel(A)
+    assert not K._row_stochastic
+    p = influence(K, np.ones(T))
+    np.testing.assert_array_equal(p, plain_chain([K] * T, np.ones(T)))
+    assert 1.0 - math.fsum(p) == pytest.approx(T * 1e-10, rel=1e-6)
