@@ -318,6 +318,7 @@ add_mutant("PB14", "slopes-1%-high", "posflow.simulate.kernels:alibi_kernel",
            scaled_argument(1, 1.01, "slopes"), "every ALiBi slope 1% too large")  # fmt: skip
 add_mutant("PB14", "reversed-layer-order", CHAIN, reversed_layer_order(),
            "the layer product taken as R_0 ⋯ R_{T−1} instead of R_{T−1} ⋯ R_0")  # fmt: skip
-add_mutant("PB14", "content-sign-flipped", "posflow.simulate.kernels:alibi_kernel",
+# (c)'s per-layer content kernels are built by alibi_kernels (MeasuredConfig.kernels)
+add_mutant("PB14", "content-sign-flipped", "posflow.simulate.kernels:alibi_kernels",
            scaled_argument(2, -1.0, "content"),
            "the kernel applies diagonal content −c")  # fmt: skip
