@@ -2,8 +2,8 @@
 
 Public names are re-exported from the topical modules:
 
-* :mod:`posflow.simulate.kernels` — ``uniform_kernel``, ``alibi_kernel``, ``dense_kernel``,
-  ``alibi_slopes``, ``is_stochastically_monotone``, ``monotonicity_deficit``;
+* :mod:`posflow.simulate.kernels` — ``uniform_kernel``, ``alibi_kernel``, ``alibi_kernels``,
+  ``dense_kernel``, ``alibi_slopes``, ``is_stochastically_monotone``, ``monotonicity_deficit``;
 * :mod:`posflow.simulate.rollout` — ``influence``, ``rollout_matrix``, ``diagonal``, ``constant``,
   ``power_decay``, ``total_mixing``, ``rollout_summary``;
 * :mod:`posflow.simulate.measured` — ``models``, ``config``, ``profile`` (five ALiBi LLMs, n = 256);
@@ -23,6 +23,7 @@ from posflow.simulate.compare import mean_position, profile_shape, spearman, w1,
 from posflow.simulate.kernels import (
     Kernel,
     alibi_kernel,
+    alibi_kernels,
     alibi_slopes,
     dense_kernel,
     is_stochastically_monotone,
@@ -42,6 +43,7 @@ from posflow.simulate.rollout import (
 __all__ = [
     "Kernel",
     "alibi_kernel",
+    "alibi_kernels",
     "alibi_slopes",
     "compare",
     "constant",
