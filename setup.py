@@ -39,6 +39,7 @@ setup(
             "data/*.json.gz",
             "data/*.txt",
             "data/extrapolation/*.json",
+            "data/extrapolation_v2/*.json",
             "data/smollm2/*.json",
         ],
     },

@@ -1,33 +1,42 @@
 #!/usr/bin/env bash
-# Train-short/test-long comparison of the position schemes on one GPU (claim AT20, issue 6).
+# AT20's multi-seed train-short/test-long comparison at [B]'s scale on one GPU, judged by the
+# same statistics as the committed CPU store (claim AT20, issue 14).
 #
-# usage: benchmarks/gpu_extrapolate.sh [OUT_DIR]      (or OUT=DIR; default
-#        benchmarks/results/extrapolation_gpu). TINY=1 runs a seconds-long CPU smoke test.
+# usage: benchmarks/gpu_extrapolate.sh [OUT_DIR]     (or OUT=DIR; default
+#        benchmarks/results/extrapolation_gpu). TINY=1: a seconds-long CPU mode (run by the tests).
 #
-# Configuration (H200): 9 schemes, each a 6-layer, 8-head, d = 256 byte-level LM trained for
-# TIME_S = 25 s (batch 64, context 128, lr 1e-3) on 16 MB of the Python standard library,
-# then evaluated at 128 ... 8192 (64x) on max(2, 16384 // L) held-out windows, attention in
-# 1024-query chunks. Budget: 9 x 25 s training + about 2 min of evaluation (PaTH's reference
-# sweep is most of it) + start-up, under 8 minutes. Writes into OUT_DIR: store/ (the run
-# store, one JSON per scheme and meta.json; rerunning resumes), table.json (rows {scheme,
-# train_len, eval_len, ppl}), table.txt and extrapolation.png. PYTHON names the interpreter (default
-# python) of an environment where posflow and a CUDA torch are installed.
+# Scale of [B] (digest §3.4): 16 layers, d_model 768 = 8 heads x d_head 96, base 10^4 (10 of 48
+# blocks mix within 512 tokens), context 512, evaluation on nested prefixes up to 65536 (128x).
+# Every scheme and seed trains exactly STEPS optimiser steps (default 2000; [B] trains 200K, so
+# this is a budget-limited replication) with batch BATCH (default 32); SEEDS (default "0 1 2")
+# seeds of 7 schemes; EVAL_WINDOWS (default 4) windows of 65537 tokens, 3 angle draws for random
+# schemes. Runs resume from checkpoints; a second call continues a partial store. Writes into
+# OUT_DIR: store/ (meta.json and one JSON per run), table.json, report.txt (the ratio table with
+# intervals and the unigram ceiling, then AT20's sub-claim verdicts) and extrapolation.png.
+# TINY=1 trains 3 schemes x 2 seeds of a 1-layer model for 3 steps (the judge then says
+# INCONCLUSIVE: missing schemes and seeds); it checks the pipeline, not the claim.
+# PYTHON names the interpreter (default python) of an environment with posflow and a CUDA torch.
 set -euo pipefail
 OUT="${1:-${OUT:-benchmarks/results/extrapolation_gpu}}"
 PY="${PYTHON:-python}"
 cd "$(dirname "$0")/.."
 if [ "${TINY:-0}" = "1" ]; then
-  args=(--device cpu --threads 1 --train-len 16 --max-factor 4 --steps 3 --n-layer 1
-        --n-head 2 --d-model 16 --batch-size 2 --max-bytes 100000 --eval-tokens 64)
+  args=(--device cpu --threads 1 --train-len 8 --max-factor 4 --steps 3 --batch-size 2
+        --n-layer 1 --n-head 2 --d-head 8 --base 100 --vocab-size 300 --code-bytes 0
+        --english-chars 20000 --eval-windows 2 --angle-draws 2 --seeds 0 1
+        --schemes rope random_qk random_qk_alibi)
 else
-  args=(--device cuda --train-len 128 --max-factor 64 --time "${TIME_S:-25}" --n-layer 6
-        --n-head 8 --d-model 256 --batch-size 64 --lr 1e-3 --max-bytes 16000000
-        --eval-tokens 16384 --chunk 1024)
+  read -r -a seeds <<< "${SEEDS:-0 1 2}"
+  args=(--device cuda --train-len 512 --max-factor 128 --steps "${STEPS:-2000}"
+        --batch-size "${BATCH:-32}" --lr 6e-4 --warmup 200 --n-layer 16 --n-head 8 --d-head 96
+        --base 10000 --vocab-size 8192 --code-bytes 30000000 --eval-windows "${EVAL_WINDOWS:-4}"
+        --angle-draws 3 --chunk 2048 --checkpoint-every 250 --seeds "${seeds[@]}")
 fi
 mkdir -p "$OUT"
 start=$(date +%s)
 "$PY" -m posflow extrapolate "${args[@]}" --store "$OUT/store"
 "$PY" -m posflow extrapolate --results --json --store "$OUT/store" > "$OUT/table.json"
-"$PY" -m posflow extrapolate --results --store "$OUT/store" --plot "$OUT/extrapolation.png" \
-  | tee "$OUT/table.txt"
+"$PY" -m posflow extrapolate --results --judge --store "$OUT/store" \
+  --plot "$OUT/extrapolation.png" > "$OUT/report.txt"
+cat "$OUT/report.txt"
 echo "gpu_extrapolate: $(( $(date +%s) - start )) s; table in $OUT/table.json"

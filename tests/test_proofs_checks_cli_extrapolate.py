@@ -1,4 +1,5 @@
-"""``posflow extrapolate``: a tiny run into a store, --results --json, --plot, bad input."""
+"""``posflow extrapolate``: a tiny multi-seed run into a store, --results (table with intervals and
+the unigram ceiling), --json, --plot, bad input."""
 
 import json
 
@@ -8,9 +9,10 @@ torch = pytest.importorskip("torch")
 
 from posflow.proofs_checks.cli import main  # noqa: E402
 
-TINY = ["--train-len", "8", "--max-factor", "4", "--steps", "2", "--batch-size", "2",
-        "--n-layer", "1", "--n-head", "2", "--d-model", "16", "--max-bytes", "40000",
-        "--eval-tokens", "32", "--threads", "1"]  # fmt: skip
+TINY = ["--train-len", "8", "--max-factor", "4", "--steps", "4", "--batch-size", "2",
+        "--n-layer", "1", "--n-head", "2", "--d-head", "8", "--base", "100",
+        "--vocab-size", "300", "--code-bytes", "0", "--english-chars", "40000",
+        "--eval-windows", "2", "--angle-draws", "2", "--threads", "1"]  # fmt: skip
 
 
 def run(capsys, *argv):
@@ -20,24 +22,41 @@ def run(capsys, *argv):
     return rc, out.out, out.err
 
 
-def test_tiny_run_then_results_json_and_plot(capsys, tmp_path):
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_tiny_run_then_results_json_and_plot(capsys, tmp_path, cache):
     store = tmp_path / "store"
-    rc, out, err = run(capsys, *TINY, "--schemes", "rope,alibi", "--store", store)
+    argv = [*TINY, "--schemes", "rope,random_qk", "--seeds", "0", "1", "--store", store]
+    rc, out, err = run(capsys, *argv)
     assert rc == 0, err
-    assert "alibi: L = 32" in out and "perplexity" in out
+    assert "random_qk s1: PPL 8:" in out and "PPL(L)/PPL(L_train)" in out
+    rc, out, err = run(capsys, "--results", "--store", store)
+    assert rc == 0, err
+    assert "unigram perplexity of the held-out text" in out and "tokens per length: 8: 16" in out
+    assert "2x" in out and "4x" in out and "[" in out  # intervals over the two seeds
     rc, out, err = run(capsys, "--results", "--json", "--store", store)
-    assert rc == 0, err
     rows = json.loads(out)
     assert [(r["scheme"], r["eval_len"]) for r in rows] == [
-        (s, L) for s in ("alibi", "rope") for L in (8, 16, 32)
+        (s, L) for s in ("random_qk", "rope") for L in (8, 16, 32)
     ]
-    assert all(r["train_len"] == 8 and 1 < r["ppl"] < 1000 for r in rows)
+    assert all(r["seeds"] == 2 and r["lo"] <= r["ratio"] <= r["hi"] for r in rows)
     png = tmp_path / "fig.png"
     rc, out, err = run(capsys, "--results", "--store", store, "--plot", png)
     assert rc == 0 and png.is_file() and "plot written" in out
     # another configuration into the same store: refused in one line
-    rc, out, err = run(capsys, *TINY[:-6], "--steps", "3", "--store", store)
-    assert rc == 2 and "another configuration" in err and err.count("\n") == 1
+    rc, out, err = run(capsys, *TINY[:-2], "--steps", "5", "--store", store)
+    assert rc == 2 and "another config" in err and err.count("\n") == 1
+
+
+def test_the_committed_store_prints():
+    from posflow.simulate.models.seed_store import COMMITTED_STORE, load_seed_store
+
+    if load_seed_store(COMMITTED_STORE) is None:
+        pytest.skip("no committed store")
+    assert main(["extrapolate", "--results"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -45,13 +64,13 @@ def test_tiny_run_then_results_json_and_plot(capsys, tmp_path):
     [
         (["--schemes", "bogus"], "schemes"),
         (["--max-factor", "3"], "max_factor"),
-        (["--steps", "2", "--time", "3"], "--time"),
-        (["--time", "-1"], "--time"),
         (["--results", "--schemes", "rope"], "--results"),
         (["--train-len", "x"], "--train-len"),
+        (["--part", "2/2"], "--part"),
+        (["--seeds", "0", "0"], "seeds"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(capsys, tmp_path, argv, match):
+def test_bad_input_is_one_line_exit_2(capsys, tmp_path, cache, argv, match):
     rc, _, err = run(capsys, *argv, "--store", tmp_path / "s")
     assert rc == 2 and match in err and err.count("\n") == 1
 
@@ -70,12 +89,12 @@ def test_results_of_an_empty_store(capsys, tmp_path):
 
 @pytest.fixture
 def no_training(monkeypatch):
-    from posflow.simulate.models import extrapolate
+    from posflow.simulate.models import extrapolate_seeds
 
     def refuse(*a, **k):
         raise AssertionError("trained before the arguments were checked")
 
-    monkeypatch.setattr(extrapolate, "run_extrapolation", refuse)
+    monkeypatch.setattr(extrapolate_seeds, "run_seeds", refuse)
 
 
 def one_line(capsys, *argv, words):
@@ -119,8 +138,7 @@ def test_cuda_without_cuda_fails_before_training(capsys, tmp_path, no_training):
     ("argv", "words"),
     [
         (["--threads", "0"], ("--threads", "integer >= 1")),
-        (["--seed", "-1"], ("--seed", "integer >= 0")),
-        (["--time", "nan"], ("--time", "finite")),
+        (["--lr", "nan"], ("--lr", "finite")),
         (["--device", "tpu"], ("--device", "not a torch device")),
     ],
 )
@@ -128,14 +146,15 @@ def test_bad_options_are_one_line(capsys, tmp_path, no_training, argv, words):
     one_line(capsys, *TINY[:-2], *argv, "--store", tmp_path / "s", words=words)
 
 
-def test_threads_are_applied(capsys, tmp_path, monkeypatch):
+def test_threads_are_applied(capsys, tmp_path, monkeypatch, cache):
     from posflow.simulate import _threads
 
     for var in _threads._ENV_VARS:
         monkeypatch.setenv(var, "1")
     before = torch.get_num_threads()
     try:
-        rc, out, err = run(capsys, *TINY, "--schemes", "nope", "--store", tmp_path / "s")
+        argv = [*TINY, "--schemes", "alibi", "--seeds", "0", "--store", tmp_path / "s"]
+        rc, out, err = run(capsys, *argv)
         assert rc == 0, err
         assert "1 CPU thread(s), device cpu" in out and torch.get_num_threads() == 1
     finally:

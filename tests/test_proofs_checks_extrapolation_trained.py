@@ -1,120 +1,157 @@
-"""proofs_checks.extrapolation_trained: claim AT20 judged from a run store (no torch needed)."""
+"""proofs_checks.extrapolation_trained: AT20 judged by paired intervals across seeds, on hand-made
+stores whose answers are known (HOLDS, FAILS, INCONCLUSIVE), and on the committed store."""
 
 import json
 import math
 
+import numpy as np
 import pytest
 
 from posflow.proofs_checks import extrapolation_trained as AT
 from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context
+from posflow.simulate.models import seed_store as SS
+
+LENGTHS = [4, 8, 16, 32, 64]  # training length 4, NEAR_FACTOR 8 -> 32, L_max = 16x
+# log-ratio at L_max of each scheme ([B]'s order), and at 8x for the learned schemes
+TARGET = {"rope": 2.0, "alibi": 0.0, "random_qk": 0.5, "random_qkv": 0.3, "learned_qk": 0.4,
+          "learned_qkv": 0.35, "random_qk_alibi": 0.0}  # fmt: skip
+NEAR = {"learned_qk": 0.12, "learned_qkv": 0.1}
+SEED_NOISE = (-0.005, 0.0, 0.005)
 
 
-def paper_rows():
-    return [
-        {"scheme": s, "train_len": AT.PAPER_TRAIN_LEN, "eval_len": L, "ppl": p}
-        for s, d in AT.PAPER_B.items()
-        for L, p in d.items()
-    ]
+PPL0 = math.exp(4.0)
 
 
-def write_store(path, rows, steps=None, nats=False):
+def nats_of(scheme, k, *, lmax=None, ppl0=PPL0, noise=SEED_NOISE):
+    lm = TARGET[scheme] if lmax is None else lmax
+    ell = np.interp(np.log2(LENGTHS), [2, 5, 6], [0.0, NEAR.get(scheme, lm / 2), lm])
+    ell[1:] += noise[k]
+    return [[math.log(ppl0) + w + e for e in ell] for w in (-0.1, 0.1)]  # 2 windows
+
+
+def write_store(path, nats=None, seeds=(0, 1, 2), schemes=tuple(TARGET)):
     path.mkdir(parents=True, exist_ok=True)
-    (path / "meta.json").write_text("{}")
-    for s in {r["scheme"] for r in rows}:
-        mine = [dict(r, nats=math.log(r["ppl"])) if nats else r for r in rows if r["scheme"] == s]
-        blob = {"scheme": s, "rows": mine}
-        if steps is not None:
-            blob["train"] = {"steps": steps}
-        (path / f"{s}.json").write_text(json.dumps(blob))
+    meta = {"format": SS.FORMAT, "version": 1, "key": "k", "eval_lengths": LENGTHS, "windows": 2,
+            "config": {"train_len": 4, "steps": 10, "n_layer": 1, "n_head": 2, "d_head": 8,
+                       "base": 100.0, "batch_size": 2},
+            "unigram_ppl": 500.0, "vocab_size": 300,
+            "tokens_per_length": {str(L): 2 * L for L in LENGTHS},
+            "mixing": {"blocks": 4, "counts": {str(L): 1 for L in LENGTHS},
+                       "paper": {"counts": {"512": 10}}}}  # fmt: skip
+    (path / "meta.json").write_text(json.dumps(meta))
+    for s in schemes:
+        for k in seeds:
+            n = (nats or nats_of)(s, k)
+            blob = {"scheme": s, "seed": k, "key": "k", "train_len": 4, "eval_lengths": LENGTHS,
+                    "nats": n, "train": {"steps": 10, "final_train_loss": 4.0,
+                                         "cpu_seconds": 1.0}, "eval_cpu_seconds": 0.5,
+                    "angle_means": [{"mean": [0.1, -0.1], "std": [1.0, 1.0]}]
+                    if s.startswith("learned") else None}  # fmt: skip
+            (path / SS.run_file(s, k)).write_text(json.dumps(blob))
+    return SS.load_seed_store(path)
 
 
-def test_ratio_table_divides_by_the_training_length():
-    r = AT.ratio_table(paper_rows())
-    assert r["rope"][1] == 1.0
-    assert abs(r["rope"][16] - 381.82 / 23.54) < 1e-12  # [B]'s 16.22 at 8K / 512
-    assert abs(r["random_qkv"][128] - 38.54 / 24.18) < 1e-12  # [B]'s 1.59
-    with pytest.raises(ValueError, match="training length"):
-        AT.ratio_table([{"scheme": "rope", "train_len": 8, "eval_len": 16, "ppl": 2.0}])
+def verdicts(st, **kw):
+    return {s["name"]: s["status"] for s in AT.judge(st, **kw)}
 
 
-def test_the_papers_own_numbers_satisfy_every_rule_but_one_seed_cannot_decide():
-    subs = AT.judge(paper_rows())
-    assert [s["name"] for s in subs] == [
-        "alibi_flat", "random_qkv_le_qk", "rotations_much_below_rope", "learned_near_train",
-        "rotation_only_degrades",
-    ]  # fmt: skip
-    assert all(s["rule"] == HOLDS for s in subs), subs
-    assert all(s["status"] == INCONCLUSIVE and "no record" in s["reason"] for s in subs)
-    assert subs[0]["numbers"]["factor"] == 128
-    assert abs(subs[0]["numbers"]["alibi"] - 22.84 / 23.87) < 1e-12
-    # with equal steps and enough seeds the rule decides
-    budget = {s: {"steps": 1000, "seeds": 3} for s in AT.PAPER_B}
-    assert all(s["status"] == HOLDS for s in AT.judge(paper_rows(), budget))
-    budget["rope"]["steps"] = 500
-    st = {s["name"]: s for s in AT.judge(paper_rows(), budget)}
-    assert st["alibi_flat"]["status"] == HOLDS
-    assert st["rotations_much_below_rope"]["status"] == INCONCLUSIVE
-    assert "unequal step budgets" in st["rotations_much_below_rope"]["reason"]
+def test_papers_order_with_tight_seeds_holds(tmp_path):
+    st = write_store(tmp_path)
+    subs = AT.judge(st)
+    assert [s["name"] for s in subs] == list(AT.SUB_CLAIMS)
+    assert all(s["status"] == HOLDS for s in subs), [(s["name"], s["reason"]) for s in subs]
+    # one comparison by hand: ℓ_rope − ℓ_random_qk at 16x has d_k = 1.5 for every seed (the
+    # seed noise is shared by the pair), so the interval is [1.5, 1.5] up to rounding
+    (c,) = [c for c in subs[2]["comparisons"] if "random_qk " in c["label"] + " "][:1]
+    assert c["mean"] == pytest.approx(1.5, abs=1e-12) and c["hi"] - c["lo"] < 1e-9
+    M = sum(len(s["comparisons"]) for s in subs)
+    assert M == 14 and c["alpha"] == pytest.approx(AT.ALPHA / M)
+    # ALiBi's interval: mean 0, s = 0.005, n = 3, t at 1 − α/(2M)
+    from scipy.stats import t
+
+    a = subs[0]["comparisons"][0]
+    half = t.ppf(1 - AT.ALPHA / M / 2, 2) * 0.005 / math.sqrt(3)
+    assert (a["lo"], a["hi"]) == (pytest.approx(-half, abs=1e-12), pytest.approx(half, abs=1e-12))
+    assert a["p_sign"] == 0.25  # every seed below ln 1.1: 2·(1/2)^3
 
 
-def test_each_rule_can_fail_and_missing_schemes_are_inconclusive():
-    rows = paper_rows()
-    for r in rows:
-        if r["scheme"] == "alibi" and r["eval_len"] == 65536:
-            r["ppl"] = 1.2 * 23.87  # ratio 1.2 > FLAT_TOL
-        if r["scheme"] == "random_qkv" and r["eval_len"] == 65536:
-            r["ppl"] = 8 * 24.18  # Q/K/V worse than Q/K (7.49)
-    st = {s["name"]: s["rule"] for s in AT.judge(rows)}
-    assert st["alibi_flat"] == FAILS and st["random_qkv_le_qk"] == FAILS
-    assert st["rotations_much_below_rope"] == HOLDS
-    assert {s["name"]: s["rule"] for s in AT.judge(rows, flat=1.25)}["alibi_flat"] == HOLDS
-    st = {s["name"]: s["rule"] for s in AT.judge([r for r in rows if r["scheme"] != "rope"])}
-    assert st["rotations_much_below_rope"] == INCONCLUSIVE and st["alibi_flat"] == FAILS
+def test_a_rule_broken_with_confidence_fails(tmp_path):
+    def nats(s, k):
+        return nats_of(s, k, lmax=0.5 if s == "alibi" else None)
+
+    v = verdicts(write_store(tmp_path, nats))
+    assert v["alibi_flat"] == FAILS and v["random_qkv_le_qk"] == HOLDS
+    assert verdicts(write_store(tmp_path, nats), flat=2.0)["alibi_flat"] == HOLDS
 
 
-def test_at20_on_the_committed_store_is_inconclusive_with_the_reasons():
-    ev = AT.at20(Context())
-    assert ev.status == INCONCLUSIVE, ev.summary
-    assert ev["stored_ppl_vs_exp_nats"].passed and ev["ratio_table_vs_exp_delta_nats"].passed
-    assert ev.measured["steps_min"] == 1232 and ev.measured["steps_max"] == 4896
-    assert ev.measured["seeds_per_scheme"] == 1
-    for m in ev.undecided:
-        assert "1 seed(s) per scheme" in m.note
-        if m.key != "sub_claim_alibi_flat":  # one scheme: no budget to compare
-            assert "unequal step budgets" in m.note
-    # the sub-claim statistic recomputed from the stored perplexities
-    rows = AT.read_store(AT.COMMITTED_STORE)
-    ppl = {(r["scheme"], r["eval_len"]): r["ppl"] for r in rows}
-    qkv = ppl["random_qkv", 4096] / ppl["random_qkv", 64]
-    qk = ppl["random_qk", 4096] / ppl["random_qk", 64]
-    assert ev["sub_claim_random_qkv_le_qk"].value == pytest.approx(qkv / qk, rel=1e-12)
-    ratios = ev.table("ratios")
-    rope = next(r for r in ratios.rows if r[0] == "RoPE")
-    assert rope[3] == pytest.approx(AT.UNIGRAM_PPL / ppl["rope", 64], rel=1e-12)
-    params = {r[0] for r in ev.table("tolerance_sensitivity").rows}
-    assert params == {"FLAT_TOL", "QKV_SLACK", "MUCH_LESS", "NEAR_TOL"}
+def test_wide_intervals_missing_seeds_and_the_regime_are_inconclusive(tmp_path):
+    wide = (-0.3, 0.0, 0.3)  # seed spread covering ln FLAT_TOL
+
+    def noisy(s, k):
+        return nats_of(s, k, noise=wide if s == "alibi" else SEED_NOISE)
+
+    sub = {s["name"]: s for s in AT.judge(write_store(tmp_path / "a", noisy))}
+    assert sub["alibi_flat"]["status"] == INCONCLUSIVE and "contains" in sub["alibi_flat"]["reason"]
+    st = write_store(tmp_path / "b", seeds=(0, 1))
+    v = verdicts(st)
+    assert set(v.values()) == {INCONCLUSIVE}
+    assert "2 paired seed(s), needs ≥ 3" in AT.judge(st)[0]["reason"]
+    # with the seed rule relaxed, two seeds still cannot decide: t_{1−α/2M, 1} ≈ 178
+    (alibi,) = [s for s in AT.judge(st, min_seeds=2) if s["name"] == "alibi_flat"]
+    assert alibi["status"] == INCONCLUSIVE and "seed(s)" not in alibi["reason"]
+    assert "contains" in alibi["reason"]
+
+    def undertrained(s, k):  # random Q/K 20 % above RoPE's PPL at the training length
+        return nats_of(s, k, ppl0=1.2 * math.exp(4.0) if s == "random_qk" else math.exp(4.0))
+
+    sub = {s["name"]: s for s in AT.judge(write_store(tmp_path / "c", undertrained))}
+    assert sub["random_qkv_le_qk"]["status"] == INCONCLUSIVE
+    assert "not in the regime: random_qk" in sub["random_qkv_le_qk"]["reason"]
+    assert sub["alibi_flat"]["status"] == HOLDS
+    st = write_store(tmp_path / "c", undertrained)
+    assert verdicts(st, regime_tol=1.25)["random_qkv_le_qk"] == HOLDS
+    st = write_store(tmp_path / "d", schemes=("alibi", "rope"))
+    v = verdicts(st)
+    assert v["alibi_flat"] == HOLDS and v["random_qkv_le_qk"] == INCONCLUSIVE
 
 
-def test_at20_reads_a_store_and_plots(tmp_path, monkeypatch):
-    monkeypatch.setattr(AT, "COMMITTED_STORE", tmp_path / "store")
+def test_at20_on_a_hand_made_store(tmp_path, monkeypatch):
+    monkeypatch.setattr(AT, "COMMITTED_STORE", tmp_path / "none")
     ev = AT.at20(Context())
     assert ev.status == INCONCLUSIVE and "posflow extrapolate" in ev.summary
-    write_store(tmp_path / "store", paper_rows(), steps=1000, nats=True)
+    write_store(tmp_path / "s")
+    monkeypatch.setattr(AT, "COMMITTED_STORE", tmp_path / "s")
     ev = AT.at20(Context())
-    assert ev.status == INCONCLUSIVE, ev.summary  # one seed: no interval
-    assert ev["stored_ppl_vs_exp_nats"].passed
-    assert len([m for m in ev.measurements if m.key.startswith("sub_claim_")]) == 5
-    assert all("1 seed" in m.note for m in ev.undecided)
-    assert AT.read_store(tmp_path / "store") == sorted(
-        [dict(r, ppl=r["ppl"]) for r in paper_rows()], key=lambda r: (r["scheme"], r["eval_len"])
-    )
-    png = AT.plot_extrapolation(paper_rows(), tmp_path / "x.png")
-    assert png.is_file()
-    (tmp_path / "store" / "broken.json").write_text("[1]")
-    with pytest.raises(ValueError, match=r"broken\.json"):
-        AT.read_store(tmp_path / "store")
+    assert ev.status == HOLDS, ev.summary
+    for key in ("nested_prefix_control", "pairing_control", "ratio_table_vs_raw_nats",
+                "equal_step_budgets", "shared_windows"):  # fmt: skip
+        assert ev[key].passed, key
+    assert ev["sub_claim_alibi_flat"].test == "at_most"
+    assert ev.measured["angle_mean_learned_qk"] == pytest.approx(0.0)
+    assert ev.measured["cpu_hours"] == pytest.approx(21 * 1.5 / 3600)
+    ratios = ev.table("ratios")
+    rope = next(r for r in ratios.rows if r[0] == "RoPE")
+    assert rope[2] == pytest.approx(math.exp(4.0)) and rope[3] == pytest.approx(500 / math.exp(4))
+    assert rope[-1].startswith(f"{math.exp(2.0):.3f}")
+    assert {r[0] for r in ev.table("sensitivity").rows} == set(AT._SENS)
+    fig = AT.extrapolation_figure(AT.load_seed_store(tmp_path / "s"))
+    assert sum(s.kind == "band" for s in fig.panels[0].series) == 7
 
 
-def test_plot_refuses_empty_rows(tmp_path):
+def test_plot_refuses_an_empty_store(tmp_path):
     with pytest.raises(ValueError, match="no results"):
-        AT.plot_extrapolation([], tmp_path / "x.png")
+        AT.plot_extrapolation(None, tmp_path / "x.png")
+
+
+def test_at20_on_the_committed_store_follows_from_its_statistics():
+    st = AT.load_seed_store(AT.COMMITTED_STORE)
+    if st is None:
+        pytest.skip("no committed store")
+    ev = AT.at20(Context())
+    assert ev["ratio_table_vs_raw_nats"].passed and ev["equal_step_budgets"].passed
+    subs = {s["name"]: s for s in AT.judge(st)}
+    for name, sub in subs.items():
+        m = ev[f"sub_claim_{name}"]
+        assert (m.test == "undecided") == (sub["status"] == INCONCLUSIVE)
+        if m.judged:
+            assert m.passed == (sub["status"] == HOLDS)

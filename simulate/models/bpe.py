@@ -51,7 +51,9 @@ class BPEConfig:
     """What decides the vocabulary and the streams (claim AT20).
 
     ``vocab_size`` tokens (≥ 257: the 256 bytes plus merges), ``code_bytes`` of standard-library
-    source (files in the order of ``seed``), ``valid_fraction`` of each domain held out.
+    source (files in the order of ``seed``; 0: English only), ``valid_fraction`` of each domain
+    held out; ``english_chars`` (None: all) keeps only the first characters of the English text
+    (tiny smoke runs).
     """
 
     vocab_size: int = 4096
@@ -61,7 +63,7 @@ class BPEConfig:
     english_chars: int | None = None
 
     def __post_init__(self):
-        for name, lo in (("vocab_size", 257), ("code_bytes", 1), ("seed", 0)):
+        for name, lo in (("vocab_size", 257), ("code_bytes", 0), ("seed", 0)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < lo:
                 raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
@@ -105,6 +107,8 @@ class TokenStreams:
 
 
 def _code_text(code_bytes: int, seed: int) -> str:
+    if code_bytes == 0:  # English only (tiny smoke runs: listing the library takes seconds)
+        return ""
     from posflow.simulate.models.corpus import stdlib_files
 
     files = stdlib_files()
@@ -207,7 +211,7 @@ def bpe_streams(config: BPEConfig | None = None, *, cache: bool = True) -> Token
     code = _code_text(cfg.code_bytes, cfg.seed)
     # the tokenizer trainer sees the training part of each text only
     ec, cc = round(len(eng) * (1 - cfg.valid_fraction)), round(len(code) * (1 - cfg.valid_fraction))
-    tok = train_tokenizer([eng[:ec], code[:cc]], cfg.vocab_size)
+    tok = train_tokenizer([t for t in (eng[:ec], code[:cc]) if t], cfg.vocab_size)
     e_ids, c_ids = _encode_long(tok, eng), _encode_long(tok, code)
     e_tr, e_va = _split(e_ids, cfg.valid_fraction)
     c_tr, c_va = _split(c_ids, cfg.valid_fraction)

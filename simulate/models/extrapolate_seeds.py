@@ -154,7 +154,7 @@ class SeedRunConfig:
     n_head: int = 2
     d_head: int = 48
     base: float | None = None
-    eval_windows: int = 12
+    eval_windows: int = 10
     angle_draws: int = 3
     checkpoint_every: int = 100
     chunk: int = 1024
@@ -445,12 +445,13 @@ def learned_angle_means(model: LM, tokens) -> list | None:
     layers = [b.attn.scheme for b in model.blocks if isinstance(b.attn.scheme, LearnedAngles)]
     if not layers:
         return None
-    ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64))
     out = []
     for s in layers:
         H, h = s.n_head, s.d_head // 2
+        ids = torch.as_tensor(np.asarray(tokens, dtype=np.int64), device=s.angle_emb.device)
         e = s.angle_emb[0][ids].double().view(-1, H, h)  # (N, H, d/2)
-        theta = (math.pi * torch.tanh(e) - s.freq.cpu()) / s.freq.cpu()
+        f = s.freq.to(e.device)
+        theta = (math.pi * torch.tanh(e) - f) / f
         out.append({"mean": theta.mean((0, 1)).tolist(), "std": theta.std((0, 1)).tolist()})
     return out
 
@@ -502,18 +503,50 @@ def _check_meta(store: Path, want: dict) -> None:
         _write_json(meta, want)
 
 
-def run_seeds(cfg: SeedRunConfig, store, *, part=(0, 1), log=None, ckpt_dir=None) -> list[Path]:
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - another user's process
+        return True
+    return True
+
+
+def _claim(path: Path) -> bool:
+    """Create the claim file ``path`` holding our pid; False when a live process holds it (a
+    claim of a process that no longer exists is taken over)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            pid = int(path.read_text() or 0)
+        except (OSError, ValueError):
+            return False
+        if not pid or pid == os.getpid() or _alive(pid):
+            return pid == os.getpid()
+        path.unlink(missing_ok=True)  # a stale claim of a killed process
+        return _claim(path)
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True
+
+
+def run_seeds(cfg: SeedRunConfig, store, *, part=None, log=None, ckpt_dir=None) -> list[Path]:
     """Train and evaluate every (scheme, seed) of ``cfg`` not yet in ``store`` (claim AT20).
 
-    Runs are ordered seed-major (all schemes at the first seed, then the next); ``part =
-    (k, m)`` takes runs k, k + m, k + 2m, … of that list (m processes share a store). A killed
-    run resumes from its checkpoint (``ckpt_dir``, default ``<user cache>/extrapolation_ckpt/
+    Runs are ordered seed-major (all schemes at the first seed, then the next). With ``part``
+    None, several processes may share one store: each takes the next run nobody has claimed
+    (claim files ``<store>/.claims/<run>``, holding the pid; a dead process's claim is taken
+    over); ``part = (k, m)`` instead takes runs k, k + m, k + 2m, … of the list. A killed run
+    resumes from its checkpoint (``ckpt_dir``, default ``<user cache>/extrapolation_ckpt/
     <config key>``). A store of another configuration raises ValueError. Returns the run files
     written by this call.
     """
     if not isinstance(cfg, SeedRunConfig):
         raise TypeError(f"cfg must be a SeedRunConfig; got {type(cfg).__name__}")
-    k, m = part
+    k, m = (0, 1) if part is None else part
     if not (isinstance(m, int) and m >= 1 and isinstance(k, int) and 0 <= k < m):
         raise ValueError(f"part must be (k, m) with 0 ≤ k < m; got {part!r}")
     log = log or (lambda s: None)
@@ -533,49 +566,49 @@ def run_seeds(cfg: SeedRunConfig, store, *, part=(0, 1), log=None, ckpt_dir=None
         if path.is_file():
             log(f"{scheme} s{seed}: already in the store")
             continue
-        t0 = time.perf_counter()
-        model, rec = train_run(
-            scheme,
-            seed,
-            cfg,
-            streams.train,
-            streams.vocab_size,
-            checkpoint=ckdir / f"{scheme}__s{seed}.pt",
-            log=log,
-        )
-        c0 = time.process_time()
-        nats = evaluate_nested(
-            model,
-            wins,
-            cfg.eval_lengths,
-            draws=cfg.angle_draws,
-            chunk=cfg.chunk,
-            device=cfg.device,
-        )
-        eval_cpu = time.process_time() - c0
-        losses = rec.pop("losses")
-        rec["loss_every_100"] = [
-            float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)
-        ]
-        blob = {
-            "scheme": scheme,
-            "seed": int(seed),
-            "key": cfg.key(),
-            "train_len": cfg.train_len,
-            "eval_lengths": cfg.eval_lengths,
-            "nats": nats.mean(0).tolist(),  # (W, lengths), averaged over draws
-            "nats_by_draw": nats.tolist(),
-            "draws": int(nats.shape[0]),
-            "train": rec,
-            "eval_cpu_seconds": eval_cpu,
-            "wall_seconds": time.perf_counter() - t0,
-            "angle_means": learned_angle_means(model, streams.valid),
-        }
-        _write_json(path, blob)
-        written.append(path)
-        ppl = np.exp(nats.mean((0, 1)))
-        log(
-            f"{scheme} s{seed}: PPL "
-            + ", ".join(f"{L}: {p:.2f}" for L, p in zip(cfg.eval_lengths, ppl, strict=True))
-        )
+        claim = store / ".claims" / f"{scheme}__s{seed}"
+        if part is None and not _claim(claim):
+            log(f"{scheme} s{seed}: claimed by another process")
+            continue
+        try:
+            written.append(_one_run(cfg, scheme, seed, streams, wins, path, ckdir, log))
+        finally:
+            if part is None:
+                claim.unlink(missing_ok=True)
     return written
+
+
+def _one_run(cfg, scheme, seed, streams, wins, path, ckdir, log) -> Path:
+    t0 = time.perf_counter()
+    model, rec = train_run(
+        scheme, seed, cfg, streams.train, streams.vocab_size,
+        checkpoint=ckdir / f"{scheme}__s{seed}.pt", log=log,
+    )  # fmt: skip
+    c0 = time.process_time()
+    nats = evaluate_nested(
+        model, wins, cfg.eval_lengths, draws=cfg.angle_draws, chunk=cfg.chunk, device=cfg.device
+    )
+    eval_cpu = time.process_time() - c0
+    losses = rec.pop("losses")
+    rec["loss_every_100"] = [
+        float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)
+    ]
+    blob = {
+        "scheme": scheme,
+        "seed": int(seed),
+        "key": cfg.key(),
+        "train_len": cfg.train_len,
+        "eval_lengths": cfg.eval_lengths,
+        "nats": nats.mean(0).tolist(),  # (W, lengths), averaged over draws
+        "nats_by_draw": nats.tolist(),
+        "draws": int(nats.shape[0]),
+        "train": rec,
+        "eval_cpu_seconds": eval_cpu,
+        "wall_seconds": time.perf_counter() - t0,
+        "angle_means": learned_angle_means(model, streams.valid),
+    }
+    _write_json(path, blob)
+    ppl = np.exp(nats.mean((0, 1)))
+    log(f"{scheme} s{seed}: PPL " + ", ".join(
+        f"{L}: {p:.2f}" for L, p in zip(cfg.eval_lengths, ppl, strict=True)))  # fmt: skip
+    return path

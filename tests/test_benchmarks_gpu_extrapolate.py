@@ -1,0 +1,26 @@
+"""benchmarks/gpu_extrapolate.sh in its tiny CPU mode: trains 3 schemes x 2 seeds, prints the
+table with intervals, and AT20's judge gives a verdict for every sub-claim."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_extrapolate.sh"
+
+
+def test_tiny_mode_runs_the_judge(tmp_path):
+    env = {**os.environ, "TINY": "1", "PYTHON": sys.executable,
+           "POSFLOW_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    out = tmp_path / "out"
+    res = subprocess.run(["bash", str(SCRIPT), str(out)], env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert len(list((out / "store").glob("*__s*.json"))) == 6
+    assert (out / "extrapolation.png").is_file() and (out / "table.json").is_file()
+    report = (out / "report.txt").read_text()
+    assert "unigram perplexity" in report and "rotations_alibi_flat" in report
+    assert "AT20 on" in report and "INCONCLUSIVE" in report  # 2 seeds, 3 schemes
