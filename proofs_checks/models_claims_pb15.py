@@ -223,7 +223,7 @@ def measure_per_sequence(model, ids) -> PerSequence:
 
     A, lam, c, g, V, slopes = [], [], [], [], [], None
     for s in range(ids.shape[0]):
-        m = measure(model, ids[s : s + 1], value_norms=True)
+        m = measure(model, ids[s : s + 1], value_norms=True, heads=False, qk="summary")
         A.append(m.attention.mean(axis=1).astype(np.float64))
         V.append(m.value_weights)
         lam.append(m.lambdas)
@@ -687,8 +687,7 @@ def pb15(ctx: Context) -> Evidence:
         setup="; ".join(notes)
         + f". Each sequence measured alone; percentile bootstrap over sequences (seed "
         f"[{ctx.seed}, 15]; replicate 0 is the full sample), {family} comparisons at "
-        f"family-wise {100 * ALPHA:g}% (each interval {100 * (1 - ALPHA / family):.3g}%)."
-        + extra,
+        f"family-wise {100 * ALPHA:g}% (each interval {100 * (1 - ALPHA / family):.3g}%)." + extra,
     )
 
 

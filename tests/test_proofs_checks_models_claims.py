@@ -217,8 +217,12 @@ def test_pb15_verdict_follows_the_intervals(tiny_quick):
         assert abs(prof[k][2] - ev[f"toy.w1_{k}"].value) < 1e-15
     # the geometric null has the measured mean position
     assert abs(prof["geometric"][8] - prof["measured"][8]) < 1e-6
-    (fig,) = ev.figures
+    (fig,) = [f for f in ev.figures if f.name.startswith("pb15_toy")]
     assert fig.name == "pb15_toy" and len(fig.panels) == 3
+    from posflow.simulate.models.study import stored_study
+
+    if stored_study() is not None:  # the stored SmolLM2 study is shown beside it
+        assert [f.name for f in ev.figures] == ["pb15_toy", "pb15_smollm2_study"]
 
 
 def test_pb16_holds_and_fails_when_the_hand_computation_disagrees(monkeypatch):

@@ -392,3 +392,25 @@ def test_bad_inputs_raise_one_clear_error():
     )
     with pytest.raises(ValueError, match="attn_implementation='eager'"):
         M.measure(sdpa, ids)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_head_mean_and_qk_sums_equal_the_full_accumulators(kind):
+    """heads=False keeps the head mean of the attention; qk="summary" gives the same content
+    (b, c) as the full mean q·kᵀ (prefix sums of k, or the score tensor's own sums)."""
+    model = build(kind, seed=5)
+    ids = _ids(seed=6)
+    full = M.measure(model, ids, batch_size=2, chunk=4)
+    lean = M.measure(model, ids, batch_size=2, chunk=4, heads=False, qk="summary")
+    assert lean.qk is None and lean.attention.shape == (full.attention.shape[0], 1, n, n)
+    np.testing.assert_allclose(lean.attention[:, 0], full.attention.mean(1), rtol=0, atol=1e-14)
+    for scale in ("sqrt_d", "raw"):
+        for x, y in zip(lean.content(scale), full.content(scale), strict=True):
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-11)
+    S = full.qk  # the sums themselves, from the full accumulator
+    np.testing.assert_allclose(lean.qk_sums[..., 0], np.trace(S, axis1=-2, axis2=-1),
+                               rtol=1e-10, atol=1e-10)  # fmt: skip
+    np.testing.assert_allclose(lean.qk_sums[..., 1], np.tril(S, -1).sum((-2, -1)),
+                               rtol=1e-10, atol=1e-10)  # fmt: skip
+    with pytest.raises(ValueError, match="qk must be True, False or 'summary'"):
+        M.measure(model, ids, qk="diag")

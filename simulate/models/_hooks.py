@@ -56,8 +56,13 @@ class _Recorder:
     def __init__(self, adapter, L, H, n, chunk, want, device):
         self.adapter, self.n, self.chunk, self.want = adapter, n, chunk, want
         acc = dict(dtype=torch.float64, device=device)
-        self.attn = torch.zeros(L, H, n, n, **acc) if want["attention"] else None
-        self.qk = torch.zeros(L, H, n, n, **acc) if want["qk"] else None
+        self.heads = want.get("heads", True)  # False: accumulate the head mean only
+        Ha = H if self.heads else 1
+        self.attn = torch.zeros(L, Ha, n, n, **acc) if want["attention"] else None
+        full_qk = want["qk"] and want["qk"] != "summary"
+        self.qk = torch.zeros(L, H, n, n, **acc) if full_qk else None
+        # Σ_batch Σ_i q_i·k_i and Σ_batch Σ_{j<i} q_i·k_j per layer and head (content b, c)
+        self.qk_sums = torch.zeros(L, H, 2, **acc) if want["qk"] else None
         self.vnk = torch.zeros(L, n, n, **acc) if want.get("value_norms") else None
         self.vn: list[torch.Tensor | None] = [None] * L  # (B, H, n) ‖W_O^h v_j^h‖ of the batch
         self.layer_grad = torch.zeros(L, n, **acc) if want.get("layer_influence") else None
@@ -66,10 +71,28 @@ class _Recorder:
         self.x: list[torch.Tensor | None] = [None] * L
         self.handles = []
 
-    def _add(self, acc, t, scores_rows):  # acc[t, :, i0:i1] += Σ_batch rows(i0, i1)
+    def _add(self, acc, t, scores_rows, mean_heads=False):
+        """acc[t, :, i0:i1] += Σ_batch rows(i0, i1) (rows (B, H, c, n)); with ``mean_heads``
+        the head mean is taken first (in the rows' precision, float32 or better)."""
         for i0 in range(0, self.n, self.chunk):
             i1 = min(self.n, i0 + self.chunk)
-            acc[t, :, i0:i1] += scores_rows(i0, i1).to(torch.float64).sum(0)
+            r = scores_rows(i0, i1)
+            if mean_heads:
+                r = r.to(torch.promote_types(r.dtype, torch.float32)).mean(1, keepdim=True)
+            acc[t, :, i0:i1] += r.to(torch.float64).sum(0)
+
+    def _qk_sums_from_vectors(self, t, q, k):
+        """Diagonal and strictly-lower sums of q kᵀ from q, k (B, H, n, d) in O(n·d)."""
+        q, k = q.double(), k.double()
+        below = torch.cumsum(k, dim=2) - k  # Σ_{j<i} k_j
+        self.qk_sums[t, :, 0] += (q * k).sum(dim=(0, 2, 3))
+        self.qk_sums[t, :, 1] += (q * below).sum(dim=(0, 2, 3))
+
+    def _qk_sums_from_scores(self, t, s):
+        """The same sums from a score tensor s (B, H, n, n)."""
+        s = s.double()
+        self.qk_sums[t, :, 0] += torch.diagonal(s, dim1=-2, dim2=-1).sum(dim=(0, 2))
+        self.qk_sums[t, :, 1] += torch.tril(s, -1).sum(dim=(0, 2, 3))
 
     def install(self, blocks):
         for t, block in enumerate(blocks):
@@ -93,7 +116,7 @@ class _Recorder:
                 mod, fn = src
                 W = self.adapter.out_weight(block)
                 self.handles.append(mod.register_forward_hook(self._values(t, fn, W)))
-            if self.qk is not None:
+            if self.qk_sums is not None:
                 mod, fn, kind = self.adapter.qk_source(block)
                 if kind == "pre":
                     hook = self._qk_pre(t, fn)
@@ -164,15 +187,17 @@ class _Recorder:
                 )
             p = p.detach()
             if self.attn is not None:
-                self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1])
+                self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1], not self.heads)
             if self.vnk is not None:
                 vn = self.vn[t]
                 if vn is None or vn.shape != p.shape[:3]:
                     raise ValueError(f"layer {t}: value norms and probabilities do not match")
+                dt = torch.promote_types(p.dtype, torch.float32)
+                vf = vn.to(dt)
                 for i0 in range(0, self.n, self.chunk):  # Σ_b Σ_h α_ij^h ‖W_O^h v_j^h‖
                     i1 = min(self.n, i0 + self.chunk)
-                    w = p[:, :, i0:i1].to(torch.float64) * vn[:, :, None, :]
-                    self.vnk[t, i0:i1] += w.sum(dim=(0, 1))
+                    w = torch.einsum("bhij,bhj->ij", p[:, :, i0:i1].to(dt), vf)
+                    self.vnk[t, i0:i1] += w.to(torch.float64)
                 self.vn[t] = None
 
         return hook
@@ -181,15 +206,19 @@ class _Recorder:
         def hook(mod, args, kwargs):
             with torch.no_grad():
                 q, k = fn(mod, args, kwargs)
-                q, k = q.double(), k.double().transpose(-2, -1)
-                self._add(self.qk, t, lambda i0, i1: q[:, :, i0:i1] @ k)
+                self._qk_sums_from_vectors(t, q, k)
+                if self.qk is not None:
+                    q, k = q.double(), k.double().transpose(-2, -1)
+                    self._add(self.qk, t, lambda i0, i1: q[:, :, i0:i1] @ k)
 
         return hook
 
     def _qk_out(self, t):
         def hook(mod, args, out):
             s = out.detach()
-            self._add(self.qk, t, lambda i0, i1: s[:, :, i0:i1])
+            self._qk_sums_from_scores(t, s)
+            if self.qk is not None:
+                self._add(self.qk, t, lambda i0, i1: s[:, :, i0:i1])
 
         return hook
 

@@ -81,6 +81,7 @@ class Measurement:
     value_weights: np.ndarray | None = None  # (L, n, n) mean Σ_h α_ij^h ‖W_O^h v_j^h‖
     layer_influence: np.ndarray | None = None  # (L, n) mean ‖∂p*/∂x_t[j]‖, rows sum to 1
     influence_per_sequence: np.ndarray | None = None  # (N, n) ‖∂p*/∂e_j‖ of each sequence
+    qk_sums: np.ndarray | None = None  # (L, H, 2) mean Σ_i q_i·k_i and Σ_{j<i} q_i·k_j
 
     def bootstrap_influence(self, reps: int = 1000, seed: int = 0) -> np.ndarray:
         """Influence profiles of ``reps`` bootstrap resamples of the sequences, (reps, n).
@@ -105,10 +106,21 @@ class Measurement:
         return measured_kernels(self.attention)
 
     def content(self, scale: str = "sqrt_d") -> tuple[np.ndarray, np.ndarray]:
-        """Content (b, c), each (L, H), from the mean raw q·k (see :func:`content_scores`)."""
-        if self.qk is None:
+        """Content (b, c), each (L, H), from the mean raw q·k (see :func:`content_scores`).
+
+        With only the sums recorded (``measure(..., qk="summary")``) the same b and c follow
+        from them: b = Σ_{j<i} S_ij / (n(n−1)/2), c = Σ_i S_ii / n − b.
+        """
+        if scale not in ("sqrt_d", "raw"):
+            raise ValueError(f"scale must be 'sqrt_d' or 'raw'; got {scale!r}")
+        if self.qk is not None:
+            return content_scores(self.qk, d_head=self.d_head if scale == "sqrt_d" else None)
+        if self.qk_sums is None:
             raise ValueError("q·k was not measured; call measure(..., qk=True)")
-        return content_scores(self.qk, d_head=self.d_head if scale == "sqrt_d" else None)
+        s = np.sqrt(self.d_head) if scale == "sqrt_d" else 1.0
+        n = self.n
+        b = self.qk_sums[..., 1] / (n * (n - 1) / 2) / s
+        return b, self.qk_sums[..., 0] / n / s - b
 
 
 def content_scores(qk_mean, *, d_head: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -200,6 +212,7 @@ def measure(
     progress=False,
     value_norms=False,
     layer_influence=False,
+    heads=True,
 ) -> Measurement:
     """Measure λ_t, mean attention, mean raw q·k and gradient influence (claims PB15, PB16).
 
@@ -217,7 +230,12 @@ def measure(
     n : int, optional
         Sequence length; ValueError when the sequences are shorter.
     lambdas, attention, qk, influence : bool
-        Which quantities to record.
+        Which quantities to record. ``qk="summary"`` keeps only the diagonal and strictly-lower
+        sums of q·kᵀ per layer and head (all that the content fit uses; O(n·d) per head from q
+        and k by a prefix sum, no (L, H, n, n) accumulator).
+    heads : bool
+        False: accumulate the head-mean attention only, ``attention`` of shape (L, 1, n, n)
+        (H times less memory and work; the kernels are head averages anyway).
     batch_size : int, optional
         Sequences per forward pass; default sized to keep score tensors near 1 GiB.
     chunk : int
@@ -258,9 +276,13 @@ def measure(
         "qk": qk,
         "value_norms": value_norms,
         "layer_influence": layer_influence,
+        "heads": bool(heads),
     }
-    if device.type == "cpu" and (attention or qk):
-        ensure_fits((L, H, n, n), "the attention/q·k accumulators", copies=int(attention) + int(qk))
+    if qk not in (True, False, "summary"):
+        raise ValueError(f"qk must be True, False or 'summary'; got {qk!r}")
+    copies = (int(bool(attention)) if heads else 0) + int(qk is True)
+    if device.type == "cpu" and copies:
+        ensure_fits((L, H, n, n), "the attention/q·k accumulators", copies=copies)
     B = _auto_batch(N, L, H, n, influence) if batch_size is None else batch_size
     if isinstance(B, bool) or not isinstance(B, int) or B < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
@@ -355,6 +377,7 @@ def measure(
         value_weights=None if rec.vnk is None else rec.vnk.div_(N).cpu().numpy(),
         layer_influence=layer_infl,
         influence_per_sequence=torch.cat(per_seq_infl).numpy() if influence else None,
+        qk_sums=None if rec.qk_sums is None else (rec.qk_sums / N).cpu().numpy(),
     )
 
 

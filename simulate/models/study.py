@@ -122,7 +122,14 @@ def measure_groups(model, ids, groups: int, *, seed: int = 0, progress=None) -> 
     size = ids.shape[0] // groups
     st = None
     for g in range(groups):
-        m = measure(model, ids[g * size : (g + 1) * size], value_norms=True, layer_influence=True)
+        m = measure(
+            model,
+            ids[g * size : (g + 1) * size],
+            value_norms=True,
+            layer_influence=True,
+            heads=False,
+            qk="summary",
+        )
         if st is None:
             slopes = np.zeros(m.num_heads) if m.slopes is None else np.asarray(m.slopes, float)
             st = GroupedStudy(m.n, slopes, perm=derangement(m.num_layers, [seed, 13]))
