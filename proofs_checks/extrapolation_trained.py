@@ -331,13 +331,12 @@ def extrapolation_figure(st: SeedStore, title: str | None = None) -> Figure:
         lo = [d[L]["lo"] for L in sorted(d)]
         hi = [d[L]["hi"] for L in sorted(d)]
         if all(math.isfinite(v) for v in lo + hi):
-            series.append(Series(f"{_label(s)} (95 % over seeds)", f, y, kind="band", lo=lo,
-                                 hi=hi, color=_color(s)))  # fmt: skip
+            series.append(Series("", f, y, kind="band", lo=lo, hi=hi, color=_color(s)))
         series.append(Series(f"{_label(s)} ({d[L0]['seeds']} seeds)", f, y, color=_color(s)))
     cfg = st.meta["config"]
     head = title or (
-        f"posflow CPU proxy: {cfg['n_layer']} layers, d_head {cfg['d_head']}, BPE "
-        f"{st.meta['vocab_size']}, context {L0}, {cfg['steps']} steps"
+        f"posflow: {cfg['n_layer']} layers, d_head {cfg['d_head']}, BPE "
+        f"{st.meta['vocab_size']}, context {L0}, {cfg['steps']} steps (bands: 95 % over seeds)"
     )
     paper = [
         Series(_label(s), sorted(d), [d[x] for x in sorted(d)], color=_color(s))
