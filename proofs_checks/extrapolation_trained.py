@@ -24,11 +24,14 @@ order and the same evaluation windows):
 A comparison's interval is m ± t_{1−α'/2, n−1}·s/√n over n seeds with α' = ALPHA / M, M the
 number of comparisons of all sub-claims (Bonferroni over the sub-claims and the comparisons in
 each). "x ≤ c" HOLDS when the upper end is ≤ c, FAILS when the lower end is > c, and is
-INCONCLUSIVE when the interval contains c (symmetrically for ≥). A sub-claim HOLDS when every
-comparison holds, FAILS when one fails. It is INCONCLUSIVE, whatever the interval, when a compared
-scheme has fewer than MIN_SEEDS seeds, or when the proxy has not reached the regime: a compared
-scheme's seed-mean PPL(L_0) more than REGIME_TOL × RoPE's (e.g. random Q/K near NoPE at the
-training length). The exact two-sided sign-test p-value of each comparison is reported beside
+INCONCLUSIVE when the interval contains c (symmetrically for ≥). A comparison is *blocked* (it
+cannot count, though its interval and decision are shown) when a compared scheme has fewer than
+MIN_SEEDS seeds, or the proxy has not reached the regime: a compared scheme's seed-mean PPL(L_0)
+more than REGIME_TOL × RoPE's (e.g. random Q/K near NoPE at the training length), or — for
+sub-claims 3 and 5, about degradation at long lengths — RoPE itself has not collapsed (its
+seed-mean ratio at L_max below ROPE_COLLAPSE; [B]'s is 38 at 128×). A sub-claim FAILS when an
+unblocked comparison fails, HOLDS when every comparison holds and none is blocked, and is
+INCONCLUSIVE otherwise. The exact two-sided sign-test p-value of each comparison is reported beside
 its interval (with 3 seeds it is never below 0.25, so it cannot decide alone).
 
 The tolerances are modelling cut-offs the claim does not imply (named parameters; sensitivity
@@ -82,6 +85,7 @@ __all__ = [
     "PAPER_B",
     "QKV_SLACK",
     "REGIME_TOL",
+    "ROPE_COLLAPSE",
     "ROTATION_SCHEMES",
     "SUB_CLAIMS",
     "extrapolation_figure",
@@ -97,6 +101,7 @@ MUCH_LESS = 2.0
 NEAR_FACTOR = 8
 NEAR_TOL = 1.20
 REGIME_TOL = 1.10
+ROPE_COLLAPSE = 2.0
 ALPHA = 0.05
 MIN_SEEDS = 3
 ROTATION_SCHEMES = ("random_qk", "random_qkv", "learned_qk", "learned_qkv")
@@ -115,6 +120,7 @@ _SENS = {
     "MUCH_LESS": ("much_less", (1.2, 1.5, 2.0, 3.0)),
     "NEAR_TOL": ("near_tol", (1.1, 1.2, 1.5, 2.0, 4.0)),
     "REGIME_TOL": ("regime_tol", (1.05, 1.10, 1.25, 1.5, 2.0)),
+    "ROPE_COLLAPSE": ("rope_collapse", (1.0, 1.25, 1.5, 2.0, 4.0)),
     "ALPHA": ("alpha", (0.01, 0.05, 0.1, 0.2)),
 }
 
@@ -245,74 +251,95 @@ def _comparisons(st: SeedStore, p: dict) -> dict:
     }  # fmt: skip
 
 
+_NEEDS_COLLAPSE = ("rotations_much_below_rope", "rotation_only_degrades")
+
+
 def judge(
     st: SeedStore, *, flat=FLAT_TOL, qkv_slack=QKV_SLACK, much_less=MUCH_LESS, near_tol=NEAR_TOL,
-    regime_tol=REGIME_TOL, alpha=ALPHA, min_seeds=MIN_SEEDS,
+    regime_tol=REGIME_TOL, rope_collapse=ROPE_COLLAPSE, alpha=ALPHA, min_seeds=MIN_SEEDS,
 ) -> list[dict]:  # fmt: skip
     """The six sub-claims of AT20 on ``st``, each ``{"name", "status", "reason", "comparisons"}``.
 
     Each comparison: ``{"label", "schemes", "n", "mean", "lo", "hi", "alpha", "p_sign", "op",
-    "bound", "decision", "values"}`` with the t interval at level 1 − alpha/M (M comparisons in
-    all) and its decision HOLDS / FAILS / INCONCLUSIVE as in the module docstring. ``status`` is
-    the sub-claim's verdict; ``reason`` says why it is INCONCLUSIVE ('' otherwise).
+    "bound", "decision", "blocked", "values"}`` with the t interval at level 1 − alpha/M (M
+    comparisons in all) and its decision HOLDS / FAILS / INCONCLUSIVE from the interval alone;
+    ``blocked`` lists why the comparison cannot count (fewer than ``min_seeds`` paired seeds, a
+    missing scheme, a scheme's PPL(L_0) above ``regime_tol`` × RoPE's, or — for the sub-claims
+    about degradation at long lengths — RoPE's seed-mean ratio at L_max below
+    ``rope_collapse``). A sub-claim FAILS when an unblocked comparison fails, HOLDS when every
+    comparison holds and none is blocked, else is INCONCLUSIVE; ``reason`` says why.
     """
     p = {"flat": flat, "qkv_slack": qkv_slack, "much_less": much_less, "near_tol": near_tol}
     comps = _comparisons(st, p)
     M = sum(len(v) for v in comps.values())
     a = alpha / M
-    L0 = st.train_len
+    L0, Lmax = st.train_len, max(st.lengths)
     j0 = st.lengths.index(L0)
     ppl0 = {s: float(np.mean([st.ppl(s, k)[j0] for k in st.seeds(s)])) for s in st.schemes}
+    rope_r = (
+        math.exp(float(np.mean(list(SS.log_ratios(st, "rope", Lmax).values()))))
+        if "rope" in st.schemes
+        else math.nan
+    )
     out = []
     for name in SUB_CLAIMS:
-        reasons, rows = [], []
+        rows = []
         for label, schemes, vals, op, c in comps[name]:
-            missing = [s for s in schemes if s not in st.schemes]
             row = {"label": label, "schemes": schemes, "op": op, "bound": c, "alpha": a,
                    "n": len(vals), "values": vals, "mean": math.nan, "lo": math.nan,
-                   "hi": math.nan, "p_sign": math.nan, "decision": INCONCLUSIVE}  # fmt: skip
+                   "hi": math.nan, "p_sign": math.nan, "decision": INCONCLUSIVE,
+                   "blocked": []}  # fmt: skip
+            rows.append(row)
+            missing = [s for s in schemes if s not in st.schemes]
             if missing:
-                reasons.append(f"missing schemes: {', '.join(missing)}")
-                rows.append(row)
+                row["blocked"].append(f"missing schemes: {', '.join(missing)}")
                 continue
             x = np.array([vals[k] for k in sorted(vals)])
+            if x.size:
+                row["mean"] = float(x.mean())
+                row["p_sign"] = SS.sign_test(x - c)
             if x.size >= 2:
                 row["mean"], row["lo"], row["hi"] = SS.t_interval(x, a)
-            elif x.size:
-                row["mean"] = float(x.mean())
-            row["p_sign"] = SS.sign_test(x - c)
-            if x.size >= 2:
+                lo, hi = row["lo"], row["hi"]
                 if op == "le":
-                    row["decision"] = HOLDS if row["hi"] <= c else FAILS if row["lo"] > c else ""
+                    row["decision"] = HOLDS if hi <= c else FAILS if lo > c else INCONCLUSIVE
                 else:
-                    row["decision"] = HOLDS if row["lo"] >= c else FAILS if row["hi"] < c else ""
-                if not row["decision"]:
-                    row["decision"] = INCONCLUSIVE
-                    reasons.append(f"{label}: the interval [{row['lo']:.3g}, {row['hi']:.3g}] "
-                                   f"contains {c:.3g}")  # fmt: skip
+                    row["decision"] = HOLDS if lo >= c else FAILS if hi < c else INCONCLUSIVE
             if x.size < min_seeds:
-                reasons.append(f"{label}: {x.size} paired seed(s), needs ≥ {min_seeds}")
+                row["blocked"].append(f"{x.size} paired seed(s), needs ≥ {min_seeds}")
             if "rope" not in st.schemes:
-                reasons.append("RoPE missing: the regime cannot be checked")
+                row["blocked"].append("RoPE missing: the regime cannot be checked")
+                continue
             for s in schemes:
-                if "rope" in st.schemes and ppl0[s] > regime_tol * ppl0["rope"]:
-                    reasons.append(
+                if ppl0[s] > regime_tol * ppl0["rope"]:
+                    row["blocked"].append(
                         f"not in the regime: {s}'s PPL({L0}) = {ppl0[s]:.4g} is "
                         f"{100 * (ppl0[s] / ppl0['rope'] - 1):.0f} % above RoPE's "
                         f"{ppl0['rope']:.4g} (REGIME_TOL {regime_tol})"
                     )
-            rows.append(row)
-        decisions = [r["decision"] for r in rows]
-        blocked = [r for r in reasons if "seed(s)" in r or "regime" in r or "issing" in r]
-        if FAILS in decisions and not blocked:
+            if name in _NEEDS_COLLAPSE and not rope_r >= rope_collapse:
+                row["blocked"].append(
+                    f"RoPE has not collapsed: its ratio at {Lmax // L0}× is {rope_r:.3g} < "
+                    f"ROPE_COLLAPSE {rope_collapse}"
+                )
+        free = [r for r in rows if not r["blocked"]]
+        if any(r["decision"] == FAILS for r in free):
             status = FAILS
-        elif all(d == HOLDS for d in decisions) and not blocked:
+        elif len(free) == len(rows) and all(r["decision"] == HOLDS for r in rows):
             status = HOLDS
         else:
             status = INCONCLUSIVE
+        reasons = []
+        if status == INCONCLUSIVE:
+            for r in rows:
+                why = list(r["blocked"])
+                if r["decision"] == INCONCLUSIVE and math.isfinite(r["lo"]):
+                    why.append(f"the interval [{r['lo']:.3g}, {r['hi']:.3g}] contains "
+                               f"{r['bound']:.3g}")  # fmt: skip
+                if why:
+                    reasons.append(f"{r['label']}: " + "; ".join(why))
         out.append({"name": name, "status": status, "comparisons": rows,
-                    "reason": "; ".join(dict.fromkeys(reasons)) if status == INCONCLUSIVE
-                    else ""})  # fmt: skip
+                    "reason": " | ".join(reasons)})  # fmt: skip
     return out
 
 
@@ -462,7 +489,7 @@ def _fmt_iv(lo, hi):
         "posflow's CPU proxy (posflow extrapolate): equal step budgets, ≥ MIN_SEEDS seeds, BPE "
         "tokens, nested prefixes of shared windows, d_head and base in [B]'s mixing regime",
         "tolerances FLAT_TOL, QKV_SLACK, MUCH_LESS, NEAR_TOL and the regime criterion "
-        "REGIME_TOL (named parameters); family-wise level ALPHA (Bonferroni)",
+        "REGIME_TOL and ROPE_COLLAPSE (named parameters); family-wise level ALPHA (Bonferroni)",
     ),
 )
 def at20(ctx: Context) -> Evidence:
@@ -643,6 +670,7 @@ def store_evidence(store) -> Evidence:
                 "level",
                 "sign p",
                 "decision",
+                "blocked by",
                 "sub-claim verdict",
             ],
             [
@@ -656,6 +684,7 @@ def store_evidence(store) -> Evidence:
                     1 - c["alpha"],
                     c["p_sign"],
                     c["decision"],
+                    "; ".join(c["blocked"]),
                     sub["status"],
                 ]
                 for sub in subs
@@ -663,7 +692,8 @@ def store_evidence(store) -> Evidence:
             ],
             note=f"intervals m ± t·s/√n at α = {ALPHA}/M per comparison (M = "
             f"{sum(len(s['comparisons']) for s in subs)}); regime: every compared scheme's "
-            f"PPL(L_train) ≤ REGIME_TOL = {REGIME_TOL} × RoPE's",
+            f"PPL(L_train) ≤ REGIME_TOL = {REGIME_TOL} × RoPE's; sub-claims 3 and 5 need RoPE's "
+            f"ratio at L_max ≥ ROPE_COLLAPSE = {ROPE_COLLAPSE}",
         ),
         Table(
             "mixing",

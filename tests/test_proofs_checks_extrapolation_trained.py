@@ -115,6 +115,24 @@ def test_wide_intervals_missing_seeds_and_the_regime_are_inconclusive(tmp_path):
     assert v["alibi_flat"] == HOLDS and v["random_qkv_le_qk"] == INCONCLUSIVE
 
 
+def test_without_a_rope_collapse_the_long_length_sub_claims_are_blocked(tmp_path):
+    def flat_rope(s, k):
+        return nats_of(s, k, lmax=0.1 if s == "rope" else None)
+
+    st = write_store(tmp_path, flat_rope)
+    sub = {s["name"]: s for s in AT.judge(st)}
+    for name in ("rotations_much_below_rope", "rotation_only_degrades"):
+        assert sub[name]["status"] == INCONCLUSIVE
+        assert (
+            "RoPE has not collapsed: its ratio at 16× is 1.11 < ROPE_COLLAPSE 2.0"
+            in (sub[name]["reason"])
+        )
+    assert sub["rotations_much_below_rope"]["comparisons"][0]["decision"] == FAILS  # shown
+    assert sub["rotation_only_degrades"]["comparisons"][0]["decision"] == HOLDS
+    assert sub["alibi_flat"]["status"] == HOLDS  # not about RoPE's collapse
+    assert verdicts(st, rope_collapse=1.0)["rotations_much_below_rope"] == FAILS
+
+
 def test_at20_on_a_hand_made_store(tmp_path, monkeypatch):
     monkeypatch.setattr(AT, "COMMITTED_STORE", tmp_path / "none")
     ev = AT.at20(Context())
