@@ -7,8 +7,10 @@ On SmolLM2-135M (``posflow models install smollm2-135m``; ``--tiny``: a randomly
 
 1. baseline  plain passes over the same batches: forward, p* = max softmax of the last
    position, backward to the input embeddings (what any gradient-influence measurement needs);
-2. measure   ``measure(..., value_norms=True, layer_influence=True)``: λ_t, mean attention, mean
-   q·k, value-norm weights, gradient influence at the embeddings and at every block input.
+2. measure   ``measure(..., value_norms=True, layer_influence=True, heads=False,
+   qk="summary")``: λ_t, head-mean attention, the q·k sums of the content fit, value-norm
+   weights, gradient influence at the embeddings and at every block input (``--per-head``: the
+   per-head attention and full q·k accumulators instead).
 
 Reported: seconds of each (best of ``--repeat``), their ratio (goal ≤ 3× at n = 512, N = 64),
 and the peak resident memory of each, measured in its own child process. Both use the eager
@@ -64,7 +66,7 @@ def _baseline(model, ids, batch):
         torch.softmax(logits[:, -1].float(), dim=-1).max(dim=-1).values.sum().backward()
 
 
-def _child(kind, tiny, n, N, batch, repeat, threads, queue):
+def _child(kind, tiny, n, N, batch, repeat, threads, per_head, queue):
     import torch
 
     torch.set_num_threads(threads)
@@ -72,11 +74,13 @@ def _child(kind, tiny, n, N, batch, repeat, threads, queue):
 
     model, tok, name = _model(tiny)
     ids = _ids(tok, model.config.vocab_size, n, N)
+
     def once(x):
         if kind == "baseline":
             _baseline(model, x, batch)
         else:
-            measure(model, x, batch_size=batch, value_norms=True, layer_influence=True)
+            lean = {} if per_head else {"heads": False, "qk": "summary"}
+            measure(model, x, batch_size=batch, value_norms=True, layer_influence=True, **lean)
 
     once(ids[:1])  # warm-up (lazy initialisation), not timed
     times = []
@@ -106,10 +110,13 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     ap.add_argument("--repeat", type=int, default=1, help="best of this many runs (default 1)")
     ap.add_argument("--batch", type=int, default=8, help="sequences per pass (default 8)")
+    ap.add_argument("--per-head", action="store_true",
+                    help="per-head attention and full q·k accumulators (default: the head "
+                    "mean and the q·k sums, heads=False, qk='summary', as the study)")  # fmt: skip
     args = ap.parse_args()
     n, N = (128, 8) if args.quick else (512, 64)
     kw = dict(tiny=args.tiny, n=n, N=N, batch=args.batch, repeat=args.repeat,
-              threads=args.threads)  # fmt: skip
+              threads=args.threads, per_head=args.per_head)  # fmt: skip
     base = run("baseline", **kw)
     meas = run("measure", **kw)
     ratio = meas["seconds"] / base["seconds"]
@@ -119,6 +126,7 @@ def main():
         "N": N,
         "batch": args.batch,
         "threads": args.threads,
+        "per_head": args.per_head,
         "platform": platform.platform(),
         "baseline_s": base["seconds"],
         "measure_s": meas["seconds"],
@@ -127,6 +135,7 @@ def main():
         "baseline_peak_rss_mb": base["peak_rss_mb"],
         "measure_peak_rss_mb": meas["peak_rss_mb"],
     }
+    what = "per-head attention, full q·k" if args.per_head else "head-mean attention, q·k sums"
     text = "\n".join([
         "# Measurement benchmark",
         "",
@@ -137,7 +146,7 @@ def main():
         "|---|---|---|",
         f"| forward + backward to the embeddings (baseline) | {base['seconds']:.1f} | "
         f"{base['peak_rss_mb']:.0f} |",
-        f"| measure (λ, attention, q·k, value norms, influence at every layer) | "
+        f"| measure (λ, {what}, value norms, influence at every layer) | "
         f"{meas['seconds']:.1f} | {meas['peak_rss_mb']:.0f} |",
         "",
         f"Ratio measure / baseline: **{ratio:.2f}×** (goal ≤ 3×).",
