@@ -22,6 +22,37 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parents[1] / "simulate" / "data" / "smollm2" / "study.json"
 
 
+def markdown(store: dict) -> str:
+    """The stored study as Markdown tables: W1/(n − 1) and ρ per profile and n, λ_t and sinks."""
+    from posflow.simulate.models.study import PROFILES
+
+    runs = {int(k): v for k, v in store["runs"].items()}
+    ns = sorted(runs)
+
+    def cell(x, digits=3):
+        return f"{x[0]:.{digits}f} [{x[2]:.{digits}f}, {x[3]:.{digits}f}]"
+
+    out = ["| profile | " + " | ".join(f"W1/(n−1), n = {n}" for n in ns) + " | "
+           + " | ".join(f"ρ, n = {n}" for n in ns) + " |",
+           "|---" * (1 + 2 * len(ns)) + "|"]  # fmt: skip
+    for k, what in PROFILES.items():
+        w = " | ".join(cell(runs[n]["stats"][f"w1.{k}"]) for n in ns)
+        r = " | ".join(cell(runs[n]["stats"][f"spearman.{k}"], 2) for n in ns)
+        out.append(f"| {what} | {w} | {r} |")
+    top = runs[ns[-1]]
+    st = top["stats"]
+    out += ["", f"Per layer at n = {ns[-1]} (estimate [jackknife interval]):", "",
+            "| layer | λ_t | attention on token 0 | value-norm share of 0 | gradient influence "
+            "of 0 |", "|---|---|---|---|---|"]  # fmt: skip
+    for t in range(top["layers"]):
+        out.append(
+            f"| {t} | {cell(st[f'lambda.{t}'])} | {cell(st[f'sink.attention_on_0.{t}'])} | "
+            f"{cell(st[f'sink.value_share_of_0.{t}'])} | "
+            f"{cell(st[f'sink.gradient_influence_of_0.{t}'])} |"
+        )
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[128, 256, 512, 1024])
@@ -30,7 +61,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--table", action="store_true", help="print the stored study as Markdown")
     args = ap.parse_args(argv)
+    if args.table:
+        print(markdown(json.loads(OUT.read_text())))
+        return 0
 
     import numpy as np
     import torch
