@@ -138,3 +138,13 @@ def test_a_tiny_store_end_to_end_then_resumes(tmp_path, monkeypatch):
         ES.run_seeds(other, tmp_path / "store")
     blob = json.loads((tmp_path / "store" / "rope__s0.json").read_text())
     assert blob["draws"] == 1 and np.asarray(blob["nats_by_draw"]).shape == (1, 2, 3)
+
+
+def test_mixing_counts_equal_the_exact_count_of_at6():
+    """The float64 count of simulate equals theory's 40-digit blocks_mixed on a grid."""
+    for d, base in ((96, 1e4), (48, 64.0), (16, 500.0), (48, 40.3), (48, 101.6)):
+        lengths = [1, 8, 64, 512, 4096, 65536]
+        got = ES.mixing_counts(d, base, lengths)
+        assert got == {n: int(blocks_mixed(d, base, 0.1, n)) for n in lengths}
+    with pytest.raises(ValueError, match="base must be a finite number > 1"):
+        ES.mixing_counts(16, 1.0, [8])

@@ -24,8 +24,8 @@ query-chunked forward pass). One *run* is (scheme, seed):
    uses the first L angles of the same draw); ℓ̄ is averaged over draws.
 3. **[B]'s mixing regime** (:func:`mixing_base`): [B] trains at 512 tokens with d_head = 96 and
    base 10⁴, where 10 of the 48 frequency blocks mix (γ_b^512 < 0.1, γ_b = sin f_b / f_b;
-   :func:`posflow.theory.transport.blocks_mixed`). At the CPU proxy's ``train_len`` the default
-   ``base`` is chosen so that the same fraction of blocks mixes within the training length:
+   :func:`mixing_counts`, equal to AT6's ``blocks_mixed``). At the CPU proxy's ``train_len``
+   the default ``base`` is chosen so that the same fraction of blocks mixes within the training length:
    with d_head = 48 (24 blocks) and train_len = 64, 5 of 24 = 10/48 (base ≈ 63; every rotation
    scheme and RoPE use it).
 
@@ -94,14 +94,31 @@ def _pos_int(v, name):
     return int(v)
 
 
+def _log_sinc(f: float) -> float:
+    """ln(sin f / f) for 0 < f < π in float64 (a series below 1e-3, where sin f / f rounds)."""
+    if f < 1e-3:
+        f2 = f * f
+        return -f2 / 6.0 - f2 * f2 / 180.0 - f2 * f2 * f2 / 2835.0
+    return math.log(math.sin(f) / f)
+
+
 def mixing_counts(d_head: int, base: float, lengths, eps: float = 0.1) -> dict:
     """{n: number of blocks with (sin f_b/f_b)^n < eps} for each n (claim AT20, item 5).
 
-    :func:`posflow.theory.transport.blocks_mixed` (40-digit arithmetic), f_b = base^{−2b/d}.
+    f_b = base^{−2b/d}, b = 0 … d/2 − 1, decided in float64 as n·ln(sin f_b/f_b) < ln ε (the
+    40-digit :func:`posflow.theory.transport.blocks_mixed` of AT6 agrees; tested). simulate
+    does not import theory, so the count is computed here.
     """
-    from posflow.theory.transport import blocks_mixed
-
-    return {int(n): int(blocks_mixed(d_head, base, eps, int(n))) for n in lengths}
+    d = _pos_int(d_head, "d_head")
+    if d % 2:
+        raise ValueError(f"d_head must be even; got {d}")
+    if not (isinstance(base, int | float) and math.isfinite(base) and base > 1):
+        raise ValueError(f"base must be a finite number > 1; got {base!r}")
+    if not 0 < eps < 1:
+        raise ValueError(f"eps must lie in (0, 1); got {eps!r}")
+    logs = [_log_sinc(base ** (-2.0 * b / d)) for b in range(d // 2)]
+    le = math.log(eps)
+    return {int(n): sum(int(n) * x < le for x in logs) for n in lengths}
 
 
 def mixing_base(d_head: int, train_len: int, fraction: float = 10 / 48, eps: float = 0.1) -> float:
@@ -111,7 +128,7 @@ def mixing_base(d_head: int, train_len: int, fraction: float = 10 / 48, eps: flo
     in b), i.e. when f_b > f*, the root of n·ln(sin f/f) = ln ε. Exactly K blocks (b = 0 … K−1)
     mix when f*^{−d/(2K)} ≤ base < f*^{−d/(2(K−1))}; the geometric midpoint of that interval is
     returned, rounded to 3 significant digits, and checked with
-    :func:`posflow.theory.transport.blocks_mixed`. [B]: d = 96, n = 512, base 10⁴ → 10 of 48.
+    :func:`mixing_counts`. [B]: d = 96, n = 512, base 10⁴ → 10 of 48.
     Raises ValueError when K = round(fraction · d/2) is not in [2, d/2 − 1].
     """
     d, n = _pos_int(d_head, "d_head"), _pos_int(train_len, "train_len")
