@@ -93,7 +93,7 @@ def test_batched_rollouts_equal_the_library_rollout():
             "uniform": influence(uniform_kernel(n), lam),
             "b_param": influence(kc, lam),
             "a_param": influence(kc, np.ones(L)),
-            "d": influence([dense_kernel(V[t] / V[t].sum(1, keepdims=True)) for t in range(L)], lam),
+            "d": influence([dense_kernel(M / M.sum(1, keepdims=True)) for M in V], lam),
             "e": influence([sink_by_hand(A[t]) for t in range(L)], lam),
         }
         assert set(ref) == set(P.PREDICTED) | {"uniform", "shuffled"}
@@ -321,9 +321,9 @@ def test_the_stored_study_in_pb15_is_reported_from_its_numbers():
     by = {m.key: m for m in ms}
     assert by["smollm2_study.best"].value.startswith("e: ")
     assert all(m.test == "info" for m in ms)
-    sinks = [t for t in tables if t.key == "smollm2_study.sinks"][0]
+    sinks = next(t for t in tables if t.key == "smollm2_study.sinks")
     assert sinks.rows[1][:4] == pytest.approx([1, 0.2, 0.18, 0.22], abs=1e-15)  # λ_1 est, lo, hi
-    prof = [t for t in tables if t.key == "smollm2_study.profiles"][0]
+    prof = next(t for t in tables if t.key == "smollm2_study.profiles")
     assert len(prof.rows) == 9 and all(len(r) == len(prof.columns) for r in prof.rows)
     assert len(figs[0].panels) == 2  # one per n and the sinks
     assert "median 0.2" in setup and "(e) 0.1 < (d) 0.2" in setup

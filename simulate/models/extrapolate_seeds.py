@@ -25,7 +25,8 @@ query-chunked forward pass). One *run* is (scheme, seed):
 3. **[B]'s mixing regime** (:func:`mixing_base`): [B] trains at 512 tokens with d_head = 96 and
    base 10⁴, where 10 of the 48 frequency blocks mix (γ_b^512 < 0.1, γ_b = sin f_b / f_b;
    :func:`mixing_counts`, equal to AT6's ``blocks_mixed``). At the CPU proxy's ``train_len``
-   the default ``base`` is chosen so that the same fraction of blocks mixes within the training length:
+   the default ``base`` is chosen so that the same fraction of blocks mixes within the training
+   length:
    with d_head = 48 (24 blocks) and train_len = 64, 5 of 24 = 10/48 (base ≈ 63; every rotation
    scheme and RoPE use it).
 
