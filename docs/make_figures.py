@@ -24,6 +24,7 @@ WANTED = {
     "regimes.png": ("PB11", None),
     "far_mass.png": ("AT19", None),
     "extrapolation.png": ("AT20", None),
+    "smollm2.png": ("PB15", "pb15_smollm2_study"),
 }
 
 

@@ -48,10 +48,10 @@ def _sink_sentence(sink_rows, top: dict) -> str:
 
 _KEYS = ("a", "b", "c", "d", "e", "geometric", "linear", "uniform", "shuffled")
 _COLORS = {
-    "a": "attention_only",
+    "a": "#CC79A7",
     "b": "residual",
     "c": "residual_content",
-    "d": "#009E73",
+    "d": "#882255",
     "e": "#D55E00",
     "geometric": "#E69F00",
     "linear": "#56B4E9",
@@ -106,7 +106,14 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
             for k in _KEYS
         ]
         panels.append(
-            Panel(f"n = {n} (best: {r['best']})", "token position j", "p(j)", series, logy=True)
+            Panel(
+                f"n = {n} (best: {r['best']})",
+                "token position j",
+                "p(j)",
+                series,
+                logy=True,
+                ylim=(1e-2 / n, 1.0),
+            )
         )
     top = runs[ns[-1]]
     L = top["layers"]
