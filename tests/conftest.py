@@ -14,3 +14,18 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=300, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def tiny_gqa_llama():
+    """A seeded 2-layer float64 Llama with grouped-query attention (4 query heads sharing 2
+    key/value heads, RoPE base 1e5, eager attention), no weights: shared by the sinks and study
+    tests."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=64,
+                                   rope_theta=1e5, attn_implementation="eager")  # fmt: skip
+    return transformers.LlamaForCausalLM(cfg).double().eval()

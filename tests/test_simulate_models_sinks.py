@@ -5,7 +5,7 @@ formulas against explicit loops."""
 import numpy as np
 import pytest
 import torch
-import transformers
+from conftest import tiny_gqa_llama
 
 from posflow.simulate.models import sinks
 from posflow.simulate.models.measure import measure
@@ -13,12 +13,7 @@ from posflow.simulate.models.measure import measure
 
 @pytest.fixture(scope="module")
 def llama():
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64,
-                                   num_hidden_layers=2, num_attention_heads=4,
-                                   num_key_value_heads=2, max_position_embeddings=64,
-                                   rope_theta=1e5, attn_implementation="eager")  # fmt: skip
-    return transformers.LlamaForCausalLM(cfg).double().eval()
+    return tiny_gqa_llama()
 
 
 def _hand_value_weights(model, ids):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import tiny_gqa_llama
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -17,12 +18,7 @@ from posflow.simulate.rollout import influence  # noqa: E402
 
 @pytest.fixture(scope="module")
 def llama():
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64,
-                                   num_hidden_layers=2, num_attention_heads=4,
-                                   num_key_value_heads=2, max_position_embeddings=64,
-                                   rope_theta=1e5, attn_implementation="eager")  # fmt: skip
-    return transformers.LlamaForCausalLM(cfg).double().eval()
+    return tiny_gqa_llama()
 
 
 @pytest.fixture(scope="module")
