@@ -38,7 +38,6 @@ setup(
         "posflow.simulate": [
             "data/*.json.gz",
             "data/*.txt",
-            "data/extrapolation/*.json",
             "data/extrapolation_v2/*.json",
             "data/smollm2/*.json",
         ],

@@ -71,10 +71,12 @@ def test_the_wheel_holds_every_subpackage_and_the_package_data():
     assert {"posflow/" + s for s in src} <= names
     data = {"posflow/simulate/data/measured_configs.json.gz",
             "posflow/simulate/data/NOTICE-ml-uhh-position-bias.txt",
-            "posflow/simulate/data/extrapolation/meta.json"}  # fmt: skip
+            "posflow/simulate/data/extrapolation_v2/meta.json",
+            "posflow/simulate/data/smollm2/study.json"}  # fmt: skip
     assert data <= names
-    committed = {p.name for p in (REPO / "simulate/data/extrapolation").glob("*.json")}
-    assert {n.rsplit("/", 1)[1] for n in names if "/data/extrapolation/" in n} == committed
+    for folder in ("extrapolation_v2", "smollm2"):
+        committed = {p.name for p in (REPO / "simulate/data" / folder).glob("*.json")}
+        assert {n.rsplit("/", 1)[1] for n in names if f"/data/{folder}/" in n} == committed
 
 
 def test_verify_quick_runs_every_claim_without_error():

@@ -26,10 +26,9 @@ from torch.nn import functional as F
 
 from posflow.simulate.models.corpus import load_corpus, training_batch, windows
 from posflow.simulate.models.lm import LM, SCHEMES, LMConfig, PositionScheme
-from posflow.simulate.models.store import COMMITTED_STORE, load_results, user_store
+from posflow.simulate.models.store import load_results, user_store
 
 __all__ = [
-    "COMMITTED_STORE",
     "DEFAULT_SCHEMES",
     "ExtrapolationConfig",
     "build_model",
