@@ -642,7 +642,7 @@ def _figure(sub: Subject, bs: Bootstrap, level: float, diff_rows, note: str) -> 
 @register(
     "PB15",
     "[A, ours]",
-    "on a measured causal LM at its training length, the residual-aware rollout (b) (measured "
+    "on a measured causal LM within its training context, the residual-aware rollout (b) (measured "
     "λ_t through the measured head-averaged kernels) predicts the measured gradient influence "
     "better in W1/(n−1) than the attention-only rollout (a) and than four nulls: geometric "
     "recency and a linear ramp fitted to the measured mean position, the same rollout through "
