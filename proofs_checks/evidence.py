@@ -354,7 +354,11 @@ class Series:
 @dataclass
 class Panel:
     """One axes: series, reference lines (``hlines``/``vlines`` as (value, label)), log axes,
-    and optionally an ``image`` (a 2-D list drawn with imshow; ``image_label`` its colour bar)."""
+    and optionally an ``image`` (a 2-D list drawn with imshow; ``image_label`` its colour bar).
+
+    ``legend``: ``"inside"`` (the axes' own legend) or ``"shared"`` (panels with many series:
+    the renderer draws the legend of the first shared panel once, in a spare grid slot or below
+    the figure, so it covers no curve)."""
 
     title: str = ""
     xlabel: str = ""
@@ -367,6 +371,11 @@ class Panel:
     ylim: tuple | None = None
     image: list | None = None
     image_label: str = ""
+    legend: str = "inside"
+
+    def __post_init__(self):
+        if self.legend not in ("inside", "shared"):
+            raise ValueError(f"legend must be 'inside' or 'shared'; got {self.legend!r}")
 
 
 @dataclass

@@ -111,7 +111,7 @@ def _draw_panel(ax, panel) -> None:
     ax.set_ylabel(panel.ylabel)
     if panel.title:
         ax.set_title(panel.title, fontsize=10)
-    if ax.get_legend_handles_labels()[0]:
+    if ax.get_legend_handles_labels()[0] and panel.legend == "inside":
         ax.legend(frameon=False, fontsize=8)
     ax.grid(alpha=0.3)
 
@@ -123,10 +123,24 @@ def render(figure, path) -> Path:
     cols = min(k, 3)
     rows = -(-k // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.5 * rows), squeeze=False)
+    shared = None  # (handles, labels) of the first panel whose legend is shared
     for ax, panel in zip(axes.flat, figure.panels, strict=False):
         _draw_panel(ax, panel)
-    for ax in list(axes.flat)[k:]:
+        if panel.legend == "shared" and shared is None:
+            shared = ax.get_legend_handles_labels()
+    spare = list(axes.flat)[k:]
+    for ax in spare:
         ax.set_visible(False)
     fig.suptitle(figure.title, fontsize=11)
+    if shared is not None and shared[0]:
+        if spare:
+            spare[0].set_visible(True)
+            spare[0].axis("off")
+            spare[0].legend(*shared, frameon=False, fontsize=8, loc="center")
+        else:
+            fig.legend(*shared, frameon=False, fontsize=8, loc="lower center",
+                       ncol=min(len(shared[0]), 6))  # fmt: skip
+            fig.tight_layout(rect=(0, 0.08, 1, 1))
+            return save(fig, path)
     fig.tight_layout()
     return save(fig, path)

@@ -102,7 +102,10 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
         j = np.arange(n)
         series = [Series("measured influence", j, r["profiles"]["measured"], color="measured")]
         series += [
-            Series(k, j, r["profiles"][k], color=_COLORS[k], style="-" if k in "abcde" else "--")
+            Series(
+                PROFILES[k], j, r["profiles"][k], color=_COLORS[k],
+                style="-" if k in "abcde" else "--",
+            )
             for k in _KEYS
         ]
         panels.append(
@@ -113,6 +116,7 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
                 series,
                 logy=True,
                 ylim=(1e-2 / n, 1.0),
+                legend="shared",
             )
         )
     top = runs[ns[-1]]
