@@ -132,6 +132,7 @@ def render(figure, path) -> Path:
     for ax in spare:
         ax.set_visible(False)
     fig.suptitle(figure.title, fontsize=11)
+    rect = (0, 0, 1, 1)  # tight_layout's default; a legend below the grid takes the bottom 8 %
     if shared is not None and shared[0]:
         if spare:
             spare[0].set_visible(True)
@@ -140,7 +141,6 @@ def render(figure, path) -> Path:
         else:
             fig.legend(*shared, frameon=False, fontsize=8, loc="lower center",
                        ncol=min(len(shared[0]), 6))  # fmt: skip
-            fig.tight_layout(rect=(0, 0.08, 1, 1))
-            return save(fig, path)
-    fig.tight_layout()
+            rect = (0, 0.08, 1, 1)
+    fig.tight_layout(rect=rect)
     return save(fig, path)
