@@ -12,8 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from posflow.proofs_checks.figures import render
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
+from posflow.proofs_checks.kit import Context, get_claim, render, run_claim
 
 FIGURES = Path(__file__).resolve().parent / "figures"
 

@@ -1,11 +1,19 @@
-"""posflow's claim registry, checks, counterexample search, report and command line.
+"""posflow's claims, the machinery that judges them, and the command line.
 
-Pairs exact statements from :mod:`theory` with numeric experiments from :mod:`simulate` and
-judges them (HOLDS / FAILS / INCONCLUSIVE).
-Entry point: ``posflow`` (:func:`posflow.proofs_checks.cli.main`).
+Three subpackages, layered one way (``cli`` → ``claims`` → ``kit``, never back):
+
+* :mod:`posflow.proofs_checks.kit` — the machinery: the registry of claims, relaxations and
+  mutants, Evidence and its comparisons, the decision rule, counterexample search, report,
+  figures and catalog;
+* :mod:`posflow.proofs_checks.claims` — one module per claim family, named by its IDs
+  (``pb01_03_diagonal``, …, ``at20_trained``): checks, their mutants and relaxations;
+* :mod:`posflow.proofs_checks.cli` — the ``posflow`` command (parse, call, print).
+
+Each check pairs exact statements from :mod:`posflow.theory` with numeric experiments from
+:mod:`posflow.simulate` and judges them (HOLDS / FAILS / INCONCLUSIVE).
 """
 
-from posflow.proofs_checks.registry import (
+from posflow.proofs_checks.kit import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,

@@ -31,6 +31,7 @@ __all__ = [
     "block_indices",
     "haar",
     "mean_operator_norm",
+    "phase_paths",
     "rope_frequencies",
     "rotate_blocks",
     "so2_matrices",
@@ -394,3 +395,21 @@ def mean_operator_norm(
     g_loo = np.linalg.svd(loo, compute_uv=False)[:, 0]
     se = float(np.sqrt((n_batches - 1) / n_batches * np.sum((g_loo - g_loo.mean()) ** 2)))
     return gamma, se
+
+
+def phase_paths(law, n_routes: int, checkpoints, rng) -> dict[int, np.ndarray]:
+    """Cumulative route angles Σ_{l≤L} θ_l of ``n_routes`` routes at every L in ``checkpoints``.
+
+    ``law`` is a :class:`SO2BlockLaw`; one draw of ``law.sample_angles`` per step. Returns
+    ``{L: array of shape (n_routes, d/2)}`` (claims AT1, AT17). Cost O(max L · n_routes · d).
+    """
+    marks = sorted({int(c) for c in checkpoints})
+    if not marks or marks[0] < 1:
+        raise ValueError(f"checkpoints must be integers >= 1; got {checkpoints!r}")
+    s = np.zeros((n_routes, law.d // 2))
+    out = {}
+    for step in range(1, marks[-1] + 1):
+        s += law.sample_angles(n_routes, seed=rng)
+        if step in marks:
+            out[step] = s.copy()
+    return out

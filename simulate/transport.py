@@ -50,13 +50,22 @@ from posflow.simulate._routes import (
     suffix_angles,
     wrap_angle,
 )
-from posflow.simulate._stylized import SCHEMES, StylizedResult, stylized_attention, stylized_sweep
+from posflow.simulate._stylized import (
+    SCHEMES,
+    STYLIZED_QUICK,
+    StylizedResult,
+    stylized_attention,
+    stylized_lengths,
+    stylized_sweep,
+    stylized_table,
+)
 from posflow.simulate.backend import host
 from posflow.simulate.orthogonal import rotate_blocks
 
 __all__ = [
     "ROUTES",
     "SCHEMES",
+    "STYLIZED_QUICK",
     "StylizedResult",
     "absolute_angles",
     "attention_weights",
@@ -77,7 +86,9 @@ __all__ = [
     "so2_scores",
     "so2_value_output",
     "stylized_attention",
+    "stylized_lengths",
     "stylized_sweep",
+    "stylized_table",
     "suffix_angles",
     "wrap_angle",
 ]

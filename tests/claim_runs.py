@@ -2,8 +2,8 @@
 
 import functools
 
-from posflow.proofs_checks import mutants
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
+from posflow.proofs_checks.kit import _mutants as mutants
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
 
 
 @functools.cache

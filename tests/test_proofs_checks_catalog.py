@@ -3,7 +3,8 @@
 import re
 from pathlib import Path
 
-from posflow.proofs_checks import catalog, registry
+from posflow.proofs_checks.kit import _catalog as catalog
+from posflow.proofs_checks.kit import _registry as registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / d for d in ("theory", "simulate", "proofs_checks", "src")]

@@ -6,9 +6,9 @@ import json
 import pytest
 from claim_runs import baseline
 
-from posflow.proofs_checks import registry
-from posflow.proofs_checks.evidence import Evidence
-from posflow.proofs_checks.figures import render
+from posflow.proofs_checks.kit import _registry as registry
+from posflow.proofs_checks.kit._evidence import Evidence
+from posflow.proofs_checks.kit._figures import render
 
 IDS = [c.id for c in registry.all_claims()]
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -5,8 +5,9 @@ from pathlib import Path
 
 from cli_usage import assert_usage_error, run
 
-from posflow.proofs_checks import catalog, registry
 from posflow.proofs_checks.cli import main
+from posflow.proofs_checks.kit import _catalog as catalog
+from posflow.proofs_checks.kit import _registry as registry
 
 ROOT = Path(__file__).resolve().parents[1]
 

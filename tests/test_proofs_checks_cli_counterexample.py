@@ -10,8 +10,8 @@ import pytest
 from cli_usage import assert_usage_error, read_only_folder, run
 
 from posflow.proofs_checks.cli import counterexample as cx_cli
-from posflow.proofs_checks.counterexamples import replay, save_record, search
-from posflow.proofs_checks.registry import all_claims
+from posflow.proofs_checks.kit._counterexamples import replay, save_record, search
+from posflow.proofs_checks.kit._registry import all_claims
 from posflow.simulate import _validate
 
 
@@ -142,7 +142,7 @@ def test_bad_output_paths_are_refused_before_searching(capsys, tmp_path, monkeyp
     def no_search(*a, **k):
         raise AssertionError("searched before checking the output paths")
 
-    monkeypatch.setattr("posflow.proofs_checks.counterexamples.search", no_search)
+    monkeypatch.setattr("posflow.proofs_checks.kit.search", no_search)
     base = ["counterexample", "PB8", "--relax", "nonnegative_slope"]
     assert_usage_error(capsys, [*base, "--out", tmp_path], "--out", "is a folder")
     assert_usage_error(capsys, [*base, "--export", tmp_path / "t.txt"], "--export", ".py")
@@ -238,7 +238,7 @@ def test_n_1e9_replay_is_refused_without_allocating(tmp_path):
 
 def test_every_relaxation_has_a_replay_cost():
     """A new relaxation must state its replay cost, or replays of it are bounded crudely."""
-    from posflow.proofs_checks import registry
+    from posflow.proofs_checks.kit import _registry as registry
 
     registry._load()
     pairs = {(cid, name) for cid, rels in registry._PENDING_RELAXATIONS.items() for name in rels}

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from cli_usage import assert_usage_error, read_only_folder, run
 
-from posflow.proofs_checks import registry, report
+from posflow.proofs_checks.kit import _registry as registry
+from posflow.proofs_checks.kit import _report as report
 from posflow.simulate import _threads
 
 
@@ -135,7 +136,7 @@ def test_mutants_prints_the_kill_table(capsys):
 
 
 def test_a_surviving_mutant_exits_1(capsys, monkeypatch):
-    from posflow.proofs_checks import mutants
+    from posflow.proofs_checks.kit import _mutants as mutants
 
     harmless = mutants.Mutant(
         "identity", "posflow.simulate.rollout:influence", lambda f: f, "changes nothing"

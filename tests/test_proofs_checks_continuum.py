@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from posflow.proofs_checks.continuum import LAM, pb18
-from posflow.proofs_checks.registry import Context
+from posflow.proofs_checks.claims.pb18_continuum import LAM, pb18
+from posflow.proofs_checks.kit._registry import Context
 from posflow.simulate.compare import w1_normalised
 from posflow.simulate.kernels import uniform_kernel
 from posflow.simulate.rollout import constant, influence

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from posflow.proofs_checks import relaxations as rx
-from posflow.proofs_checks.counterexamples import (
+from posflow.proofs_checks.claims import _relaxations_pb as rx
+from posflow.proofs_checks.kit._counterexamples import (
     SearchResult,
     describe,
     export_test,
@@ -27,7 +27,7 @@ from posflow.proofs_checks.counterexamples import (
     search,
     write_test,
 )
-from posflow.proofs_checks.registry import Relaxation
+from posflow.proofs_checks.kit._registry import Relaxation
 
 CASES = [
     ("PB8", "nonnegative_slope"),
@@ -245,7 +245,7 @@ def test_exported_test_passes_and_can_fail(found, tmp_path):
     good = write_test(found["PB8"], tmp_path)
     assert good.name == "test_cx_pb8_nonnegative_slope.py"
     src = good.read_text()
-    assert "from posflow.proofs_checks.counterexamples import replay" in src
+    assert "from posflow.proofs_checks.kit._counterexamples import replay" in src
     compile(src, str(good), "exec")
     bad_rec = {
         "id": "PB8",

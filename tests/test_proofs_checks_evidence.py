@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from posflow.proofs_checks import evidence as E
+from posflow.proofs_checks.kit import _evidence as E
 
 FP = E.fp_tol(1e-12, "n·ε rounding, n ≤ 4500")
 

@@ -5,21 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from posflow.proofs_checks import counterexamples
-from posflow.proofs_checks.extrapolation_common import (
-    loglog_slope,
-    mean_se,
-    phase_paths,
-    z_limit,
-)
-from posflow.proofs_checks.registry import get_claim
-from posflow.proofs_checks.relaxations_at import (
+from posflow.proofs_checks.claims._relaxations_at import (
     bounded_logits_violation,
     commuting_violation,
     spectral_gap_violation,
     zero_mean_violation,
 )
-from posflow.simulate.orthogonal import SO2BlockLaw
+from posflow.proofs_checks.kit import _counterexamples as counterexamples
+from posflow.proofs_checks.kit._registry import get_claim
+from posflow.proofs_checks.kit._stats import loglog_slope, mean_se, z_limit
+from posflow.simulate.orthogonal import SO2BlockLaw, phase_paths
 
 
 @pytest.mark.parametrize(

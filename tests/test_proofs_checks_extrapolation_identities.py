@@ -7,13 +7,13 @@ import sys
 import numpy as np
 import pytest
 
-from posflow.proofs_checks.extrapolation_identities import (
+from posflow.proofs_checks.claims.at18_identities import (
     _TORCH_SCHEMES,
     _dense_route,
     _dense_scores,
     _so2_dense,
 )
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
 
 
 @pytest.fixture(scope="module")

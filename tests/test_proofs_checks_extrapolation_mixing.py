@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from posflow.proofs_checks.extrapolation_common import z_limit
-from posflow.proofs_checks.extrapolation_mixing import FAMILY_LEVEL, family_reason
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
-from posflow.proofs_checks.relaxations_at import _describe_gap, spectral_gap_violation
+from posflow.proofs_checks.claims._relaxations_at import _describe_gap, spectral_gap_violation
+from posflow.proofs_checks.claims.at01_04_mixing import FAMILY_LEVEL, family_reason
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
+from posflow.proofs_checks.kit._stats import z_limit
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,14 @@ import pytest
 from scipy.integrate import quad
 from scipy.special import i0
 
-from posflow.proofs_checks.extrapolation_tails import (
+from posflow.proofs_checks.claims._relaxations_at import bounded_logits_violation
+from posflow.proofs_checks.claims.at07_09_tails import (
     balanced_score_tail,
     cap_lower_bound,
     i0_series_dominated,
     sharp_tail,
 )
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
-from posflow.proofs_checks.relaxations_at import bounded_logits_violation
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
 from posflow.simulate.orthogonal import SO2BlockLaw, rotate_blocks
 from posflow.theory import transport as th
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from posflow.proofs_checks import extrapolation_stylized as S
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
+from posflow.proofs_checks.claims import at19_stylized as S
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
 
 
 @pytest.fixture(scope="module")

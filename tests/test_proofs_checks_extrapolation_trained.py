@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from posflow.proofs_checks import extrapolation_trained as AT
-from posflow.proofs_checks.registry import FAILS, HOLDS, INCONCLUSIVE, Context
+from posflow.proofs_checks.claims import at20_trained as AT
+from posflow.proofs_checks.kit._registry import FAILS, HOLDS, INCONCLUSIVE, Context
 from posflow.simulate.models import seed_store as SS
 
 LENGTHS = [4, 8, 16, 32, 64]  # training length 4, NEAR_FACTOR 8 -> 32, L_max = 16x

@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 
-from posflow.proofs_checks import extrapolation_values as ev_mod
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
-from posflow.proofs_checks.relaxations_at import (
+from posflow.proofs_checks.claims import at14_15_values as ev_mod
+from posflow.proofs_checks.claims._relaxations_at import (
     commuting_expectation,
     commuting_violation,
     zero_mean_violation,
 )
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
 from posflow.simulate.orthogonal import SO2BlockLaw
 from posflow.simulate.transport import so2_value_output
 from posflow.theory import transport as th
@@ -185,7 +185,7 @@ def test_at14_relaxation_monte_carlo_agrees_with_the_exact_moment():
 def test_at14_relaxation_flags_an_excess_over_the_bound(monkeypatch):
     # Lazy Haar steps cannot beat the true bound (E M = c I), so no honest example breaks it;
     # the sign logic is checked against a deliberately halved bound instead.
-    from posflow.proofs_checks import relaxations_at
+    from posflow.proofs_checks.claims import _relaxations_at as relaxations_at
 
     ex = {
         "d": 2,

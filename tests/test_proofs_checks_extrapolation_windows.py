@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from posflow.proofs_checks.extrapolation_windows import _far_law, _score_moments
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
+from posflow.proofs_checks.claims.at05_06_windows import _far_law, _score_moments
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@ a curve, PNG files only."""
 
 import pytest
 
-from posflow.proofs_checks import evidence as E
-from posflow.proofs_checks import figures as F
+from posflow.proofs_checks.kit import _evidence as E
+from posflow.proofs_checks.kit import _figures as F
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from posflow.proofs_checks import models_claims
-from posflow.proofs_checks import models_claims_pb15 as P
-from posflow.proofs_checks.evidence import FAILS, HOLDS, INCONCLUSIVE
-from posflow.proofs_checks.registry import Context, get_claim
+from posflow.proofs_checks.claims import pb15_measured_lm as P
+from posflow.proofs_checks.claims import pb16_lambda as models_claims
+from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE
+from posflow.proofs_checks.kit._registry import Context, get_claim
 from posflow.simulate.compare import spearman, w1_normalised
 from posflow.simulate.models import train as T
 
@@ -250,7 +250,7 @@ def test_pb16_holds_and_fails_when_the_hand_computation_disagrees(monkeypatch):
 
 
 def test_without_torch_both_are_inconclusive(monkeypatch):
-    from posflow.proofs_checks import _optional
+    from posflow.proofs_checks.kit import _optional as _optional
 
     monkeypatch.setattr(models_claims, "_torch", lambda: None)
     monkeypatch.setattr(_optional, "optional_torch", lambda: None)
@@ -291,7 +291,7 @@ def test_hand_computation_by_hand_on_one_token():
 
 
 def test_the_stored_study_in_pb15_is_reported_from_its_numbers():
-    from posflow.proofs_checks.models_study import study_evidence
+    from posflow.proofs_checks.claims.pb15_study import study_evidence
 
     rng = np.random.default_rng(0)
     n, L = 6, 3

@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
 
-from posflow.proofs_checks import models_retrieval as pb  # noqa: E402
-from posflow.proofs_checks.registry import Context, get_claim  # noqa: E402
+from posflow.proofs_checks.claims import pb17_retrieval as pb  # noqa: E402
+from posflow.proofs_checks.kit._registry import Context, get_claim  # noqa: E402
 from posflow.simulate.models import retrieval as R  # noqa: E402
 
 
@@ -127,7 +127,7 @@ def test_the_figure_has_measured_and_predicted_panels_per_K(evidence):
 
 @pytest.mark.parametrize("name", ["query-position-shifted", "logprob-wrong-offset"])
 def test_each_mutant_breaks_a_control_that_passes_unmutated(tiny, evidence, monkeypatch, name):
-    from posflow.proofs_checks import mutants as mut
+    from posflow.proofs_checks.kit import _mutants as mut
 
     (m,) = [m for m in mut.mutants_of("PB17") if m.name == name]
     monkeypatch.setattr(pb, "_model", lambda: tiny)

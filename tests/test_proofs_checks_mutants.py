@@ -4,8 +4,8 @@ passes on the unmutated code, and the summary names that comparison."""
 import pytest
 from claim_runs import baseline as _baseline
 
-from posflow.proofs_checks import mutants as mut
-from posflow.proofs_checks.registry import Context, Evidence, get_claim
+from posflow.proofs_checks.kit import _mutants as mut
+from posflow.proofs_checks.kit._registry import Context, Evidence, get_claim
 
 PAIRS = [(cid, m.name) for cid, ms in mut.all_mutants().items() for m in ms]
 
@@ -32,7 +32,7 @@ def test_mutant_is_killed(cid, name, monkeypatch):
         # PB15's SmolLM2 sub-verdict runs the same routines as its toy LM (the unmutated run
         # above measures both); under a mutant only the toy is re-measured, to keep the suite
         # inside its time budget. The kill must then come from a toy comparison.
-        from posflow.proofs_checks import models_claims_pb15
+        from posflow.proofs_checks.claims import pb15_measured_lm as models_claims_pb15
 
         monkeypatch.setattr(models_claims_pb15, "_smollm2_installed", lambda: False)
     assert base.status != "ERROR", base.error
@@ -47,7 +47,7 @@ def test_mutant_is_killed(cid, name, monkeypatch):
 
 
 def test_mutated_restores_every_binding():
-    import posflow.proofs_checks.position_bias as pb
+    import posflow.proofs_checks.claims.pb01_03_diagonal as pb
     import posflow.simulate.rollout as ro
 
     original = ro.diagonal

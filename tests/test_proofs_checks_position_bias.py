@@ -35,7 +35,7 @@ def test_pb3_exact_sides_match_an_independent_fraction_computation():
     # theory.diagonal_bound's middle/lower against a direct Fraction product on one rollout
     from fractions import Fraction
 
-    from posflow.proofs_checks._common import random_layers
+    from posflow.proofs_checks.kit._inputs import random_layers
     from posflow.theory import rollout as th
 
     ks, lam = random_layers(np.random.default_rng(5), 6, 7)
@@ -85,7 +85,7 @@ def test_pb5_matches_independent_references(results):
     assert ev["polynomial_exponent_vs_wendel_lower"].value == pytest.approx(-0.4, abs=1e-3)
     from scipy.special import gammaln
 
-    from posflow.proofs_checks.position_bias_depth import _POLY_A, _POLY_KERNEL, _POLY_V
+    from posflow.proofs_checks.claims.pb04_07_depth import _POLY_A, _POLY_KERNEL, _POLY_V
     from posflow.simulate.kernels import dense_kernel
     from posflow.simulate.rollout import rollout_matrix
 
@@ -112,7 +112,7 @@ def test_pb6_numeric_split_is_the_p_series_rule(results):
 
 
 def test_pb6_classifier_rule():
-    from posflow.proofs_checks.position_bias_depth import _classify
+    from posflow.proofs_checks.claims.pb04_07_depth import _classify
 
     assert _classify([1.3, 1.2], 1) == "collapse"
     assert _classify([1.1, 0.9], 1) == "no collapse"

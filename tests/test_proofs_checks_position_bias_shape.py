@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from posflow.proofs_checks import position_bias_profiles as pbp
-from posflow.proofs_checks import relaxations as rx
-from posflow.proofs_checks.registry import Context, get_claim, run_claim
+from posflow.proofs_checks.claims import _relaxations_pb as rx
+from posflow.proofs_checks.claims import pb11_12_profiles as pbp
+from posflow.proofs_checks.kit._registry import Context, get_claim, run_claim
 
 IDS = ["PB8", "PB9", "PB10", "PB11", "PB12", "PB13", "PB14"]
 

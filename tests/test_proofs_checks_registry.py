@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from posflow.proofs_checks import registry
 from posflow.proofs_checks.cli import main
-from posflow.proofs_checks.evidence import info
-from posflow.proofs_checks.registry import Context, Evidence
+from posflow.proofs_checks.kit import _registry as registry
+from posflow.proofs_checks.kit._evidence import info
+from posflow.proofs_checks.kit._registry import Context, Evidence
 
 
 def test_ids_are_ordered_and_selectable():

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from posflow.proofs_checks import evidence as E
-from posflow.proofs_checks import registry
-from posflow.proofs_checks.report import measurement_rows, records, write_report
+from posflow.proofs_checks.kit import _evidence as E
+from posflow.proofs_checks.kit import _registry as registry
+from posflow.proofs_checks.kit._report import measurement_rows, records, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

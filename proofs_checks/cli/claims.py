@@ -1,8 +1,8 @@
-"""``posflow claims [IDS] [--json | --markdown]``: the claim catalog, from the registry.
+"""``posflow claims [IDS] [--json | --markdown]``: the claim catalog, from the kit.
 
 The table lists each claim's ID, source tag, statement, assumptions, relaxations, mutants and the
 function that checks it; ``--markdown`` prints exactly the repository's ``CLAIMS.md``
-(:func:`posflow.proofs_checks.catalog.to_markdown`).
+(:func:`posflow.proofs_checks.kit.to_markdown`).
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ def add_parser(sub) -> None:
 
 def cmd_claims(args) -> int:
     """Print the catalog of the selected claims (all by default)."""
-    from posflow.proofs_checks import catalog, registry
+    from posflow.proofs_checks import kit
 
     try:
-        claims = registry.select(args.ids)
+        claims = kit.select(args.ids)
     except ValueError as exc:
         raise UsageError(f"ID: {exc}") from None
-    recs = catalog.records(claims)
+    recs = kit.catalog_records(claims)
     if args.json:
         print_json(recs, inputs="claims", indent=1)
     elif args.markdown:
-        print(catalog.to_markdown(recs), end="")
+        print(kit.to_markdown(recs), end="")
     else:
         _print_table(recs)
     return 0

@@ -1,6 +1,6 @@
 """``posflow counterexample ID [--list | --relax NAME | --replay FILE] [--seed S] [--out FILE]
 [--export PATH] [--json]``: list, search, replay or export counterexamples
-(:mod:`posflow.proofs_checks.counterexamples`).
+(:mod:`posflow.proofs_checks.kit._counterexamples`).
 
 A ``--replay`` record is read from a file, so its sizes are bounded before anything is built:
 :data:`REPLAY_COSTS` estimates, per relaxation, the float64 values a replay holds at once and the
@@ -151,7 +151,7 @@ def _print_example(example: dict) -> None:
 
 
 def _write_export(rec, target, is_folder: bool):
-    from posflow.proofs_checks.counterexamples import write_test
+    from posflow.proofs_checks.kit import write_test
 
     if is_folder:
         target.mkdir(parents=True, exist_ok=True)  # the folder the user named
@@ -160,13 +160,7 @@ def _write_export(rec, target, is_folder: bool):
 
 def cmd_counterexample(args) -> int:
     """``posflow counterexample``: list, search, replay or export (exit 0; 2 on bad input)."""
-    from posflow.proofs_checks.counterexamples import (
-        describe,
-        relaxations_of,
-        replay,
-        save_record,
-        search,
-    )
+    from posflow.proofs_checks.kit import describe, relaxations_of, replay, save_record, search
 
     modes = [m for m in ("list", "relax", "replay") if getattr(args, m)]
     if not modes:

@@ -60,7 +60,7 @@ def _print_table(st) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from posflow.proofs_checks.extrapolation_trained import ratio_summary
+    from posflow.proofs_checks.claims.at20_trained import ratio_summary
 
     summ = ratio_summary(st)
     L0, lengths = st.train_len, st.lengths
@@ -90,7 +90,7 @@ def _print_judge(store) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from posflow.proofs_checks.extrapolation_trained import store_evidence
+    from posflow.proofs_checks.claims.at20_trained import store_evidence
 
     ev = store_evidence(store)
     con = Console(width=140)
@@ -112,7 +112,7 @@ def _print_judge(store) -> str:
 
 def _rows(st) -> list[dict]:
     """One JSON row per (scheme, length): seed-mean ratio and PPL with the intervals."""
-    from posflow.proofs_checks.extrapolation_trained import ratio_summary
+    from posflow.proofs_checks.claims.at20_trained import ratio_summary
 
     out = []
     for s, d in ratio_summary(st).items():
@@ -153,7 +153,7 @@ def _part(text):
 
 def cmd_extrapolate(args) -> int:
     """Run (or read) a multi-seed train-short/test-long comparison; returns the exit code."""
-    from posflow.proofs_checks.extrapolation_trained import plot_extrapolation
+    from posflow.proofs_checks.claims.at20_trained import plot_extrapolation
     from posflow.simulate.models.seed_store import load_seed_store
 
     if args.judge and not args.results:

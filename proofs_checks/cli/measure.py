@@ -209,7 +209,7 @@ def run_measure(
 def measurement_figure(out: dict, title: str):
     """Three panels of a measurement: λ_t by layer, the predicted and measured profiles (log
     scale), and the per-layer sink table (a Figure spec, drawn by figures.render)."""
-    from posflow.proofs_checks.evidence import Figure, Panel, Series
+    from posflow.proofs_checks.kit import Figure, Panel, Series
 
     L = out["num_layers"]
     layers = list(range(L))
@@ -324,12 +324,12 @@ def cmd_measure(args) -> int:
     )
     out.update(model=name, corpus=corpus, device=str(device), threads=threads)
     if plot is not None:
-        from posflow.proofs_checks.figures import render
+        from posflow.proofs_checks.kit import render
 
         title = f"{short}, n = {out['n']}, N = {out['num_sequences']}, L = {out['num_layers']}"
         out["plot"] = str(render(measurement_figure(out, title), plot))
     if args.json:
-        from posflow.proofs_checks.report import jsonable
+        from posflow.proofs_checks.kit import jsonable
 
         print_json(jsonable(out), inputs="MODEL")
     else:

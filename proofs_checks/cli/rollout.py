@@ -201,7 +201,7 @@ def cmd_rollout(args) -> int:
             "inputs; refusing a non-finite result"
         )
     if plot is not None:
-        from posflow.proofs_checks.figures import plot_profile
+        from posflow.proofs_checks.kit import plot_profile
 
         s["plot"] = str(plot_profile(p, title, plot))
     if args.json:

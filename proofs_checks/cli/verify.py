@@ -1,7 +1,7 @@
 """``posflow verify [IDS] [--quick|--full] [--out DIR] [--json] [--seed S] [--threads N]``.
 
 Checks claims and reports measured verdicts; every record carries its provenance
-(:func:`posflow.proofs_checks.report.provenance`). Exit 0, 1 when a check crashed, 2 on bad input.
+(:func:`posflow.proofs_checks.kit.provenance`). Exit 0, 1 when a check crashed, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def add_parser(sub) -> None:
 
 def _isolated(claim, args, size, threads):
     """Run one check in a new ``python -m posflow verify ID --json`` process."""
-    from posflow.proofs_checks import registry
+    from posflow.proofs_checks import kit
 
     cmd = [sys.executable, "-m", "posflow", "verify", claim.id, "--json", f"--{size}",
            "--seed", str(args.seed), "--threads", str(threads)]  # fmt: skip
@@ -61,22 +61,22 @@ def _isolated(claim, args, size, threads):
     except (json.JSONDecodeError, IndexError, KeyError, TypeError):
         tail = r.stderr.strip().splitlines()
         why = one_line(tail[-1]) if tail else f"exit code {r.returncode}"
-        return registry.Result(claim, registry.ERROR, None, 0.0, why, "alone (own process)")
-    ev = None if rec["status"] == registry.ERROR else registry.Evidence.from_json(rec)
-    return registry.Result(
+        return kit.Result(claim, kit.ERROR, None, 0.0, why, "alone (own process)")
+    ev = None if rec["status"] == kit.ERROR else kit.Evidence.from_json(rec)
+    return kit.Result(
         claim, rec["status"], ev, rec["seconds"], rec.get("error", ""), "alone (own process)"
     )
 
 
 def cmd_verify(args) -> int:
     """Run the selected checks; print a table or JSON; write the report with ``--out``."""
-    from posflow.proofs_checks import registry
-    from posflow.proofs_checks.report import provenance, records, write_report
+    from posflow.proofs_checks import kit
+    from posflow.proofs_checks.kit import provenance, records, write_report
     from posflow.simulate._threads import set_threads
 
     out = output_dir("--out", args.out) if args.out else None
     try:
-        claims = registry.select(args.ids)
+        claims = kit.select(args.ids)
     except ValueError as exc:
         raise UsageError(f"ID: {exc}") from None
     if not claims:
@@ -89,7 +89,7 @@ def cmd_verify(args) -> int:
         if args.isolate or args.out:
             raise UsageError("--mutants: cannot be combined with --isolate or --out")
         return _cmd_mutants(args, size)
-    ctx = registry.Context(size=size, seed=args.seed)
+    ctx = kit.Context(size=size, seed=args.seed)
     prov = provenance(seed=args.seed, size=size, threads=threads, isolated=args.isolate)
     from rich.console import Console
     from rich.progress import Progress
@@ -103,7 +103,7 @@ def cmd_verify(args) -> int:
             if args.isolate:
                 results.append(_isolated(c, args, size, threads))
             else:
-                results.append(registry.run_claim(c, ctx))
+                results.append(kit.run_claim(c, ctx))
             bar.advance(task)
     index = write_report(results, out, size=size, provenance=prov) if out is not None else None
     if args.json:
@@ -112,7 +112,7 @@ def cmd_verify(args) -> int:
         _print_table(results, size, prov)
         if index is not None:
             print(f"report: {index}")
-    return 1 if any(r.status == registry.ERROR for r in results) else 0
+    return 1 if any(r.status == kit.ERROR for r in results) else 0
 
 
 def _cmd_mutants(args, size) -> int:
@@ -122,7 +122,7 @@ def _cmd_mutants(args, size) -> int:
     from rich.progress import Progress
     from rich.table import Table
 
-    from posflow.proofs_checks.mutants import kill_table
+    from posflow.proofs_checks.kit import kill_table
 
     err = Console(stderr=True)
     with Progress(console=err, transient=True, disable=args.json and not err.is_terminal) as bar:

@@ -38,16 +38,16 @@ from posflow.simulate import (
 
 
 def verify(ids=None, *, size="quick", seed=0, out=None):
-    """Check claims and return their results (see :func:`posflow.proofs_checks.registry.verify`);
+    """Check claims and return their results (see :func:`posflow.proofs_checks.kit.verify`);
     with ``out`` (a folder) also write the report there (index.md, index.html, figures,
-    results.json; :func:`posflow.proofs_checks.report.write_report`)."""
+    results.json; :func:`posflow.proofs_checks.kit.write_report`)."""
     from pathlib import Path
 
-    from posflow.proofs_checks.registry import verify as _verify
+    from posflow.proofs_checks.kit import verify as _verify
 
     results = _verify(ids, size=size, seed=seed)
     if out is not None:
-        from posflow.proofs_checks.report import write_report
+        from posflow.proofs_checks.kit import write_report
 
         write_report(results, Path(out), size=size)
     return results
@@ -55,7 +55,7 @@ def verify(ids=None, *, size="quick", seed=0, out=None):
 
 def get_claim(cid):
     """The registered claim with ID ``cid`` (e.g. ``"PB3"``); ValueError for an unknown ID."""
-    from posflow.proofs_checks.registry import get_claim as _get
+    from posflow.proofs_checks.kit import get_claim as _get
 
     return _get(cid)
 

@@ -5,7 +5,7 @@ the shrunk counterexample below through posflow's public API.
 
 import pytest
 
-from posflow.proofs_checks.counterexamples import replay
+from posflow.proofs_checks.kit._counterexamples import replay
 
 RECORD = {
     "id": "PB2",

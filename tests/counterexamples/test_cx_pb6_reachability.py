@@ -6,7 +6,7 @@ public API.
 
 import pytest
 
-from posflow.proofs_checks.counterexamples import replay
+from posflow.proofs_checks.kit._counterexamples import replay
 
 RECORD = {
     "id": "PB6",

@@ -1,0 +1,221 @@
+"""The stored SmolLM2 study inside PB15's evidence (issue 13, items 2–4): reported, not judged.
+
+``docs/smollm2_study.py`` measures SmolLM2-135M on English windows at n = 128 … 1024 (N = 64
+sequences in G = 8 groups; :mod:`posflow.simulate.models.study`) and stores a summary as package
+data. PB15 shows it beside what it measures live: one table of W1/(n − 1) and Spearman ρ with
+delete-one-group jackknife intervals per n and profile, the per-layer sink table, the λ_t
+schedule, and one figure panel per n of every profile against the measured influence. These are
+numbers read from a file written by a documented command, not a measurement of this run, so
+they are ``info`` and tables only; PB15's verdict comes from its own measurements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posflow.proofs_checks.kit import Figure, Panel, Series, Table, info
+
+__all__ = ["SINKS_AND_ROLLOUT", "study_evidence"]
+
+# item 4: how a sink bears on [A]'s rollout (printed in the evidence's setup and the README)
+SINKS_AND_ROLLOUT = (
+    "Attention sinks and [A]'s rollout: [A] reads attention weights as information flow, "
+    "R_t = (1 − λ_t) I + λ_t A_t. A real model can park attention on token 0 whose value vectors "
+    "are small (a sink): that mass then moves little information, and a rollout that counts it "
+    "as flow piles influence onto token 0 through depth. The value-norm kernel (d) weights each "
+    "attended token by ‖W_O v_j‖; the sink-aware kernel (e) returns the mass on token 0 to each "
+    "token's own state, as the residual does. Whether this is what happens is read from three "
+    "per-layer numbers: the attention on token 0, its value-norm share and token 0's gradient "
+    "influence at the layer input."
+)
+
+
+def _sink_sentence(sink_rows, top: dict) -> str:
+    """What the stored numbers say about the sink, generated from them."""
+    att, val, grad = (np.array([r[c] for r in sink_rows]) for c in (4, 7, 10))
+    st = top["stats"]
+    w = {k: st[f"w1.{k}"][0] for k in "abde"}
+    order = " < ".join(f"({k}) {w[k]:.3g}" for k in sorted(w, key=w.get))
+    return (
+        f"At n = {top['n']}, over layers the attention on token 0 has median {np.median(att):.3g} "
+        f"(range {att.min():.3g}–{att.max():.3g}), its value-norm share median "
+        f"{np.median(val):.3g} ({'below' if np.median(val) < np.median(att) else 'not below'} "
+        f"the attention) and token 0's gradient influence median {np.median(grad):.3g}; "
+        f"p(0) is {st['first.b'][0]:.3g} under (b), {st['first.e'][0]:.3g} under (e) and "
+        f"{st['first.measured'][0]:.3g} measured; W1/(n−1): {order}."
+    )
+
+
+_KEYS = ("a", "b", "c", "d", "e", "geometric", "linear", "uniform", "shuffled")
+_COLORS = {
+    "a": "#CC79A7",
+    "b": "residual",
+    "c": "residual_content",
+    "d": "#882255",
+    "e": "#D55E00",
+    "geometric": "#E69F00",
+    "linear": "#56B4E9",
+    "uniform": "#999999",
+    "shuffled": "#F0E442",
+}
+
+
+def study_evidence(store: dict) -> tuple[list, list, list, str]:
+    """(measurements, tables, figures, setup text) of a stored study (see the module docstring)."""
+    from posflow.simulate.models.study import PROFILES, best_profile
+
+    runs = {int(k): v for k, v in store["runs"].items()}
+    ns = sorted(runs)
+    best, mean_w1 = best_profile(store)
+    ms = [
+        info("smollm2_study.lengths", ", ".join(map(str, ns)), label="stored study: lengths n"),
+        info(
+            "smollm2_study.best",
+            f"{best}: {PROFILES[best]} (mean W1/(n−1) {mean_w1[best]:.3g})",
+            label="stored study: the profile among (a)–(e) of least W1 averaged over n",
+        ),
+    ]
+    rows, panels = [], []
+    for n in ns:
+        r = runs[n]
+        st = r["stats"]
+        ms.append(
+            info(
+                f"smollm2_study.best_n{n}",
+                r["best"],
+                label=f"stored study, n = {n}: best of (a)–(e) by W1",
+            )
+        )
+        for k in _KEYS:
+            rows.append(
+                [
+                    n,
+                    k,
+                    PROFILES[k],
+                    *st[f"w1.{k}"][::1],
+                    *st[f"spearman.{k}"][:1],
+                    *st[f"spearman.{k}"][2:],
+                    *r["differences"][k][2:],
+                    st[f"first.{k}"][0],
+                ]
+            )
+        j = np.arange(n)
+        series = [Series("measured influence", j, r["profiles"]["measured"], color="measured")]
+        series += [
+            Series(
+                PROFILES[k], j, r["profiles"][k], color=_COLORS[k],
+                style="-" if k in "abcde" else "--",
+            )
+            for k in _KEYS
+        ]
+        panels.append(
+            Panel(
+                f"n = {n} (best: {r['best']})",
+                "token position j",
+                "p(j)",
+                series,
+                logy=True,
+                ylim=(1e-2 / n, 1.0),
+                legend="shared",
+            )
+        )
+    top = runs[ns[-1]]
+    L = top["layers"]
+    st = top["stats"]
+
+    def eli(x):  # estimate, lo, hi of a [estimate, se, lo, hi] record
+        return [x[0], x[2], x[3]]
+
+    sink_rows = [
+        [
+            t,
+            *eli(st[f"lambda.{t}"]),
+            *eli(st[f"sink.attention_on_0.{t}"]),
+            *eli(st[f"sink.value_share_of_0.{t}"]),
+            *eli(st[f"sink.gradient_influence_of_0.{t}"]),
+        ]
+        for t in range(L)
+    ]
+    conf = f"{100 * top['confidence']:.3g}%"
+    tables = [
+        Table(
+            "smollm2_study.profiles",
+            f"stored SmolLM2 study: every profile against the measured influence, per n "
+            f"(jackknife {conf} t intervals over {top['groups']} groups)",
+            [
+                "n",
+                "profile",
+                "what",
+                "W1/(n−1)",
+                "se",
+                "lo",
+                "hi",
+                "Spearman ρ",
+                "lo",
+                "hi",
+                "W1 − W1(best) lo",
+                "hi",
+                "p(0)",
+            ],
+            rows,
+        ),
+        Table(
+            "smollm2_study.sinks",
+            f"stored SmolLM2 study, n = {ns[-1]}: per layer λ_t, attention on token 0, its "
+            f"value-norm share and token 0's gradient influence at the layer input "
+            f"(estimate, {conf} jackknife interval)",
+            [
+                "layer",
+                "λ_t",
+                "lo",
+                "hi",
+                "attention on 0",
+                "lo",
+                "hi",
+                "value share of 0",
+                "lo",
+                "hi",
+                "gradient influence of 0",
+                "lo",
+                "hi",
+            ],
+            sink_rows,
+        ),
+    ]
+    sink_panel = Panel(
+        f"sinks per layer, n = {ns[-1]}",
+        "layer t",
+        "share of token 0",
+        [
+            Series(
+                label,
+                np.arange(L),
+                [r[c] for r in sink_rows],
+                "errorbar",
+                yerr=[[r[c] - r[c + 1] for r in sink_rows], [r[c + 2] - r[c] for r in sink_rows]],
+                color=color,
+            )
+            for label, c, color in (
+                ("attention on token 0", 4, "attention_only"),
+                ("value-norm share", 7, "#009E73"),
+                ("gradient influence", 10, "measured"),
+            )
+        ],
+        ylim=(0.0, 1.0),
+    )
+    figures = [
+        Figure(
+            "pb15_smollm2_study",
+            "PB15 (stored study): SmolLM2-135M on English text, every profile against the "
+            "measured gradient influence per n, and the sinks per layer",
+            [*panels, sink_panel],
+        )
+    ]
+    setup = (
+        f"Stored SmolLM2 study ({store['setup']['command']}; {store['setup']['text']}): "
+        f"n = {', '.join(map(str, ns))}, N = {top['sequences']} windows per n in "
+        f"{top['groups']} groups, delete-one-group jackknife {conf} t intervals (kernels, λ, "
+        f"content and influence resampled together); reported, not judged. {SINKS_AND_ROLLOUT} "
+        + _sink_sentence(sink_rows, top)
+    )
+    return ms, tables, figures, setup

@@ -1,0 +1,236 @@
+"""The claim machinery of posflow, apart from the claims.
+
+Everything a claim module needs, re-exported from small private modules:
+
+==========================  ===================================================================
+module                      what it holds
+==========================  ===================================================================
+``_registry``               :func:`register`, :class:`Context`, :class:`Claim`,
+                            :class:`Relaxation`, :func:`add_relaxation`, :func:`all_claims`,
+                            :func:`get_claim`, :func:`select`, :func:`run_claim`,
+                            :func:`verify` (the one registry of claims and relaxations)
+``_evidence``               :class:`Evidence`, :class:`Measurement`, :class:`Tolerance`,
+                            :class:`Table`, figure specs (:class:`Figure`, :class:`Panel`,
+                            :class:`Series`) and the comparison helpers (:func:`close`,
+                            :func:`at_most`, :func:`at_least`, :func:`holds`, :func:`info`,
+                            :func:`undecided`, the tolerance constructors)
+``_mutants``                :func:`add_mutant`, :func:`mutated`, :func:`kill_table` (mutants
+                            live in the same registry as the claims they must break)
+``_decide``                 the one decision rule: an interval against a bound → HOLDS /
+                            FAILS / INCONCLUSIVE, family-wise levels, sensitivity tables
+``_breaks``                 reusable mutant factories (:func:`scaled_argument`, …)
+``_stats``                  family-wise z limits, means with standard errors, log-log fits,
+                            per-claim random streams
+``_styles``                 one colour and label per attention scheme
+``_inputs``, ``_examples``  random causal kernels for checks; Hypothesis example helpers
+``_optional``               the INCONCLUSIVE evidence of a check whose optional extra is missing
+``_counterexamples``        the counterexample search over a claim's relaxations
+``_report``, ``_figures``   the report (Markdown, HTML, JSON) and the figures it draws
+``_catalog``                the claim catalog (``CLAIMS.md``)
+==========================  ===================================================================
+
+Claims import this package, :mod:`posflow.theory` and :mod:`posflow.simulate` only; nothing here
+imports a claim module (the registry reads the list ``posflow.proofs_checks.claims.MODULES``).
+"""
+
+from posflow.proofs_checks.kit import _examples as examples
+from posflow.proofs_checks.kit._breaks import (
+    CHAIN,
+    RESIDUAL_STEP,
+    constant_result,
+    leaky_residual_step,
+    reversed_layer_order,
+    scaled_argument,
+    scaled_result,
+)
+from posflow.proofs_checks.kit._catalog import SOURCES, anchor, to_markdown
+from posflow.proofs_checks.kit._catalog import records as catalog_records
+from posflow.proofs_checks.kit._counterexamples import (
+    SearchResult,
+    describe,
+    export_test,
+    get_relaxation,
+    load_record,
+    relaxations_of,
+    replay,
+    save_record,
+    search,
+    write_test,
+)
+from posflow.proofs_checks.kit._decide import (
+    OPS,
+    Decision,
+    combine,
+    decide,
+    family_level,
+    sensitivity,
+)
+from posflow.proofs_checks.kit._evidence import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    Evidence,
+    Figure,
+    Measurement,
+    Panel,
+    Series,
+    Table,
+    Tolerance,
+    at_least,
+    at_most,
+    close,
+    exact_tol,
+    fp_tol,
+    holds,
+    info,
+    param_tol,
+    stat_tol,
+    undecided,
+)
+from posflow.proofs_checks.kit._figures import COLORS, plot_profile, plot_profiles, render, save
+from posflow.proofs_checks.kit._inputs import random_alibi, random_causal, random_layers
+from posflow.proofs_checks.kit._mutants import (
+    Kill,
+    Mutant,
+    add_mutant,
+    all_mutants,
+    clear_caches,
+    kill_table,
+    mutants_of,
+    mutated,
+)
+from posflow.proofs_checks.kit._optional import no_torch, optional_torch
+from posflow.proofs_checks.kit._registry import (
+    ERROR,
+    STATUSES,
+    Claim,
+    Context,
+    Relaxation,
+    Result,
+    add_relaxation,
+    all_claims,
+    claim_modules,
+    get_claim,
+    register,
+    run_claim,
+    select,
+    timing_label,
+    verify,
+)
+from posflow.proofs_checks.kit._report import (
+    TIMING_NOTE,
+    git_commit,
+    jsonable,
+    measurement_rows,
+    provenance,
+    records,
+    write_report,
+)
+from posflow.proofs_checks.kit._stats import (
+    FAMILY_Z,
+    claim_rng,
+    loglog_slope,
+    mean_se,
+    plain,
+    z_limit,
+)
+from posflow.proofs_checks.kit._styles import SCHEME_COLORS, SCHEME_LABELS
+
+__all__ = [
+    "CHAIN",
+    "COLORS",
+    "ERROR",
+    "FAILS",
+    "FAMILY_Z",
+    "HOLDS",
+    "INCONCLUSIVE",
+    "OPS",
+    "RESIDUAL_STEP",
+    "SCHEME_COLORS",
+    "SCHEME_LABELS",
+    "SOURCES",
+    "STATUSES",
+    "TIMING_NOTE",
+    "Claim",
+    "Context",
+    "Decision",
+    "Evidence",
+    "Figure",
+    "Kill",
+    "Measurement",
+    "Mutant",
+    "Panel",
+    "Relaxation",
+    "Result",
+    "SearchResult",
+    "Series",
+    "Table",
+    "Tolerance",
+    "add_mutant",
+    "add_relaxation",
+    "all_claims",
+    "all_mutants",
+    "anchor",
+    "at_least",
+    "at_most",
+    "catalog_records",
+    "claim_modules",
+    "claim_rng",
+    "clear_caches",
+    "close",
+    "combine",
+    "constant_result",
+    "decide",
+    "describe",
+    "exact_tol",
+    "examples",
+    "export_test",
+    "family_level",
+    "fp_tol",
+    "get_claim",
+    "get_relaxation",
+    "git_commit",
+    "holds",
+    "info",
+    "jsonable",
+    "kill_table",
+    "leaky_residual_step",
+    "load_record",
+    "loglog_slope",
+    "mean_se",
+    "measurement_rows",
+    "mutants_of",
+    "mutated",
+    "no_torch",
+    "optional_torch",
+    "param_tol",
+    "plain",
+    "plot_profile",
+    "plot_profiles",
+    "provenance",
+    "random_alibi",
+    "random_causal",
+    "random_layers",
+    "records",
+    "register",
+    "relaxations_of",
+    "render",
+    "replay",
+    "reversed_layer_order",
+    "run_claim",
+    "save",
+    "save_record",
+    "scaled_argument",
+    "scaled_result",
+    "search",
+    "select",
+    "sensitivity",
+    "stat_tol",
+    "timing_label",
+    "to_markdown",
+    "undecided",
+    "verify",
+    "write_report",
+    "write_test",
+    "z_limit",
+]

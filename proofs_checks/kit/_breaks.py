@@ -1,0 +1,92 @@
+"""Breaks shared by several claims: factories for :func:`posflow.proofs_checks.kit.add_mutant`.
+
+Each factory returns ``make(original) -> replacement``; the targets they are meant for are
+named in their docstrings. Claim modules register them for the claims that must catch them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+__all__ = [
+    "CHAIN",
+    "RESIDUAL_STEP",
+    "constant_result",
+    "leaky_residual_step",
+    "reversed_layer_order",
+    "scaled_argument",
+    "scaled_result",
+]
+
+CHAIN = "posflow.simulate.rollout:_chain"
+RESIDUAL_STEP = "posflow.simulate._kernel:Kernel._residual_step"
+
+
+def reversed_layer_order():
+    """For :data:`CHAIN`: multiply the layers in the wrong order, R_0 ⋯ R_{T−1}."""
+
+    def make(original):
+        @functools.wraps(original)
+        def chain(ks, lam, rows):
+            return original(list(ks)[::-1], lam[::-1], rows)
+
+        return chain
+
+    return make
+
+
+def leaky_residual_step(leak: float = 1e-6):
+    """For :data:`RESIDUAL_STEP`: the attention branch loses a fraction ``leak`` of its mass,
+    (1 − λ) p + λ (1 − leak) p A."""
+
+    def make(original):
+        @functools.wraps(original)
+        def step(self, p, lam):
+            return (1.0 - lam) * p + lam * (1.0 - leak) * self._apply(p)
+
+        return step
+
+    return make
+
+
+def scaled_result(factor: float):
+    """Any routine returning an array or number: its result times ``factor``."""
+
+    def make(original):
+        @functools.wraps(original)
+        def scaled(*args, **kwargs):
+            return original(*args, **kwargs) * factor
+
+        return scaled
+
+    return make
+
+
+def scaled_argument(index: int, factor: float, name: str | None = None):
+    """Any routine: positional argument ``index`` (or keyword ``name``) times ``factor``."""
+
+    def make(original):
+        @functools.wraps(original)
+        def scaled(*args, **kwargs):
+            if name is not None and name in kwargs:
+                kwargs[name] = kwargs[name] * factor
+            elif len(args) > index:
+                args = (*args[:index], args[index] * factor, *args[index + 1 :])
+            return original(*args, **kwargs)
+
+        return scaled
+
+    return make
+
+
+def constant_result(value):
+    """Any routine: ignore the inputs and return ``value`` (a detector that returns 0)."""
+
+    def make(original):
+        @functools.wraps(original)
+        def constant(*args, **kwargs):
+            return value
+
+        return constant
+
+    return make

@@ -1,0 +1,146 @@
+"""Figures shared by the command line and the claim checks (matplotlib, Agg, PNG at 150 dpi).
+
+One colour per variant or scheme across every figure (colour-blind-safe Okabe–Ito palette).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+__all__ = ["COLORS", "plot_profile", "plot_profiles", "render", "save"]
+
+COLORS = {
+    "attention_only": "#D55E00",
+    "residual": "#0072B2",
+    "residual_content": "#009E73",
+    "measured": "#000000",
+    "profile": "#0072B2",
+    "bound": "#CC79A7",
+    "exact": "#E69F00",
+}
+DPI = 150
+
+
+def save(fig, path) -> Path:
+    """Write ``fig`` as a PNG (150 dpi), creating the folder, and close it."""
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"path must end in .png; got {str(path)!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def plot_profiles(profiles: dict, title: str, path, *, logy: bool = False) -> Path:
+    """Plot influence profiles ``{label: p}`` against token position and save a PNG."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for label, p in profiles.items():
+        p = np.asarray(p, dtype=float)
+        ax.plot(
+            np.arange(p.size), p, label=label.replace("_", " "), color=COLORS.get(label), lw=1.6
+        )
+    ax.set_xlabel("token position j")
+    ax.set_ylabel("$p^{(T)}(j)$")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    if len(profiles) > 1:
+        ax.legend(frameon=False)
+    ax.grid(alpha=0.3)
+    return save(fig, path)
+
+
+def plot_profile(p, title: str, path) -> Path:
+    """Plot one influence profile with its minimum marked; save a PNG."""
+    p = np.asarray(p, dtype=float)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.plot(np.arange(p.size), p, color=COLORS["profile"], lw=1.6)
+    k = int(np.argmin(p))
+    ax.plot([k], [p[k]], "o", color=COLORS["bound"], label=f"argmin j = {k}")
+    ax.set_xlabel("token position j")
+    ax.set_ylabel("$p^{(T)}(j)$")
+    ax.set_title(title)
+    ax.legend(frameon=False)
+    ax.grid(alpha=0.3)
+    return save(fig, path)
+
+
+def _color(name):
+    if name is None:
+        return None
+    return COLORS.get(name, name)
+
+
+def _draw_panel(ax, panel) -> None:
+    if panel.image is not None:
+        im = ax.imshow(np.asarray(panel.image, dtype=float), aspect="auto", origin="lower")
+        ax.figure.colorbar(im, ax=ax, label=panel.image_label)
+    for s in panel.series:
+        x, y, c = np.asarray(s.x), np.asarray(s.y), _color(s.color)
+        label = s.label or None
+        if s.kind == "band":
+            lo = np.asarray(s.lo if s.lo is not None else y)
+            hi = np.asarray(s.hi if s.hi is not None else y)
+            ax.fill_between(x, lo, hi, color=c, alpha=0.25, lw=0, label=label)
+        elif s.kind == "errorbar":
+            ax.errorbar(x, y, yerr=s.yerr, fmt="o", ms=3, capsize=2, color=c, label=label)
+        elif s.kind == "markers":
+            ax.plot(x, y, "o", ms=3.5, color=c, label=label)
+        elif s.kind == "step":
+            ax.step(x, y, where="mid", color=c, lw=1.4, ls=s.style, label=label)
+        else:
+            ax.plot(x, y, color=c, lw=1.5, ls=s.style, label=label)
+    for value, label in panel.hlines:
+        ax.axhline(value, color="0.4", lw=0.9, ls="--", label=label or None)
+    for value, label in panel.vlines:
+        ax.axvline(value, color="0.4", lw=0.9, ls=":", label=label or None)
+    if panel.logx:
+        ax.set_xscale("log")
+    if panel.logy:
+        ax.set_yscale("log")
+    if panel.ylim is not None:
+        ax.set_ylim(*panel.ylim)
+    ax.set_xlabel(panel.xlabel)
+    ax.set_ylabel(panel.ylabel)
+    if panel.title:
+        ax.set_title(panel.title, fontsize=10)
+    if ax.get_legend_handles_labels()[0] and panel.legend == "inside":
+        ax.legend(frameon=False, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+def render(figure, path) -> Path:
+    """Draw a :class:`~posflow.proofs_checks.kit.Figure` spec (panels side by side, at most
+    three per row) and save it as a PNG."""
+    k = len(figure.panels)
+    cols = min(k, 3)
+    rows = -(-k // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.5 * rows), squeeze=False)
+    shared = None  # (handles, labels) of the first panel whose legend is shared
+    for ax, panel in zip(axes.flat, figure.panels, strict=False):
+        _draw_panel(ax, panel)
+        if panel.legend == "shared" and shared is None:
+            shared = ax.get_legend_handles_labels()
+    spare = list(axes.flat)[k:]
+    for ax in spare:
+        ax.set_visible(False)
+    fig.suptitle(figure.title, fontsize=11)
+    rect = (0, 0, 1, 1)  # tight_layout's default; a legend below the grid takes the bottom 8 %
+    if shared is not None and shared[0]:
+        if spare:
+            spare[0].set_visible(True)
+            spare[0].axis("off")
+            spare[0].legend(*shared, frameon=False, fontsize=8, loc="center")
+        else:
+            fig.legend(*shared, frameon=False, fontsize=8, loc="lower center",
+                       ncol=min(len(shared[0]), 6))  # fmt: skip
+            rect = (0, 0.08, 1, 1)
+    fig.tight_layout(rect=rect)
+    return save(fig, path)
