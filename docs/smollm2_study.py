@@ -6,7 +6,8 @@
 Needs ``posflow models install smollm2-135m``. For each n, N windows of n tokens of English text
 (``pydoc_data.topics``, the model's own tokenizer; seeded, disjoint) are measured in G groups
 (:func:`posflow.simulate.models.study.measure_groups`) and summarised with delete-one-group
-jackknife intervals (:func:`~posflow.simulate.models.study.study_summary`). Each finished n is
+jackknife intervals (:func:`~posflow.simulate.models.study.study_summary`; the profiles, their
+names and labels come from :mod:`posflow.simulate.models.profiles`). Each finished n is
 written at once to ``simulate/data/smollm2/study.json`` (package data, read by PB15 and PB17),
 so a killed run resumes with the lengths it has not done. ``--force`` redoes them all.
 """

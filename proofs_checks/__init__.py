@@ -6,7 +6,7 @@ Three subpackages, layered one way (``cli`` → ``claims`` → ``kit``, never ba
   mutants, Evidence and its comparisons, the decision rule, counterexample search, report,
   figures and catalog;
 * :mod:`posflow.proofs_checks.claims` — one module per claim family, named by its IDs
-  (``pb01_03_diagonal``, …, ``at20_trained``): checks, their mutants and relaxations;
+  (``pb01_02_diagonal_identity``, …, ``at20_trained``): checks, their mutants and relaxations;
 * :mod:`posflow.proofs_checks.cli` — the ``posflow`` command (parse, call, print).
 
 Each check pairs exact statements from :mod:`posflow.theory` with numeric experiments from

@@ -12,10 +12,18 @@ Public names are re-exported from the topical modules:
 * :mod:`posflow.simulate.orthogonal` — step laws (Haar, SO(2) blocks, Householder), ``haar``,
   ``mean_operator_norm``;
 * :mod:`posflow.simulate.transport` — route products, scores, masses, mixing windows, value-side
-  transport and the stylized single-layer attention of [B].
+  transport and the stylized single-layer attention of [B];
+* :mod:`posflow.simulate.values` — far residuals of value transport of [B] (AT14, AT15:
+  ``far_residual_sq``, ``lazy_haar_residual_sq``, …); :mod:`posflow.simulate.identities` — dense
+  route-product references and the fast paths' errors against them (AT18; torch schemes:
+  :mod:`posflow.simulate.models.scheme_identities`);
+* :mod:`posflow.simulate.concentration` — exact laws and bounds of far scores of [B] (AT7–AT9:
+  ``cap_lower_bound``, ``balanced_score_tail``, ``max_score_tail``, …; imported when asked for,
+  it needs sympy).
 
-Sub-modules are imported on first use of ``simulate.<name>``; ``posflow.simulate.models`` needs
-torch.
+``compare``, ``measured``, ``orthogonal`` and ``transport`` are imported with the package (they
+need only numpy and scipy); ``posflow.simulate.models`` (measuring and training models) needs torch
+and is imported only when asked for.
 """
 
 from posflow.simulate import compare, measured, orthogonal, transport

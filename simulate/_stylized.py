@@ -9,28 +9,19 @@ backend (``backend=``, ``device=``; random inputs from
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from posflow._conventions import rope_frequencies
+from posflow.conventions import rope_frequencies
 from posflow.simulate._arrays import check_int
 from posflow.simulate._routes import check_route
 from posflow.simulate.backend import RandomSource, random_source
 from posflow.simulate.orthogonal import _rng, rotate_blocks
 
-__all__ = [
-    "SCHEMES",
-    "STYLIZED_QUICK",
-    "StylizedResult",
-    "stylized_attention",
-    "stylized_lengths",
-    "stylized_sweep",
-    "stylized_table",
-]
+__all__ = ["SCHEMES", "StylizedResult", "stylized_attention", "stylized_sweep"]
 
 SCHEMES = ("rope", "random_qk", "random_qkv", "learned", "learned_qkv", "alibi", "accum_alibi")
 _RANDOM_QK = {"random_qk", "random_qkv", "accum_alibi"}
@@ -226,58 +217,19 @@ def stylized_attention(
 
 
 def stylized_sweep(
-    schemes=SCHEMES, lengths=(512, 2048, 8192, 65536), *, n_trials=4, seed=None, **kwargs
+    schemes=SCHEMES, lengths=(512, 2048, 8192, 65536), *, n_trials: int = 4, seed=None, **kwargs
 ) -> list[StylizedResult]:
     """Run :func:`stylized_attention` for every (length, scheme) pair (claim AT19).
 
     One integer seed is drawn per length from ``seed`` and shared by all schemes at that length
-    (common random numbers). ``n_trials`` is an int, or a mapping ``{L: trials}`` giving each
-    length its own number of trials. ``kwargs`` go to :func:`stylized_attention`. Returns the
-    results in length-major order (``backend=``, ``device=``, ``host=`` among them choose where
-    it runs). Cost Σ_L n_trials·L·d per scheme.
+    (common random numbers). ``kwargs`` go to :func:`stylized_attention`. Returns the results in
+    length-major order (``backend=``, ``device=``, ``host=`` among them choose where it runs).
+    Cost Σ_L n_trials·L·d per scheme.
     """
     rng = _rng(seed)
     out = []
     for length in lengths:
-        trials = n_trials[length] if isinstance(n_trials, dict) else n_trials
         s = int(rng.integers(2**63 - 1))
         for scheme in schemes:
-            out.append(stylized_attention(scheme, length, n_trials=trials, seed=s, **kwargs))
+            out.append(stylized_attention(scheme, length, n_trials=n_trials, seed=s, **kwargs))
     return out
-
-
-STYLIZED_QUICK = ("rope", "random_qk", "random_qkv", "learned", "alibi")
-_QUICK_TRIALS = {512: 8, 2048: 8, 8192: 4, 65536: 2}
-_FULL_LENGTHS = tuple(512 * 2**k for k in range(8))  # 512 … 65536
-_FULL_TRIALS = 16
-
-
-def stylized_lengths(full: bool = False) -> dict[int, int]:
-    """Context lengths L of the claims' stylized sweep and the number of trials at each."""
-    if full:
-        return dict.fromkeys(_FULL_LENGTHS, _FULL_TRIALS)
-    return dict(_QUICK_TRIALS)
-
-
-@functools.lru_cache(maxsize=4)
-def _table(full: bool, seed: int) -> dict:
-    schemes = SCHEMES if full else STYLIZED_QUICK
-    trials = stylized_lengths(full)
-    # the random stream of claim AT19 under ``seed`` (the claims' per-claim streams)
-    rng = np.random.default_rng([abs(int(seed)), 1019])
-    runs = stylized_sweep(schemes, tuple(trials), n_trials=trials, seed=rng)
-    return {(r.scheme, r.length): r for r in runs}
-
-
-def stylized_table(full: bool = False, seed: int = 0) -> dict:
-    """The stylized single-layer sweep of [B] (claims AT12, AT13, AT19), cached per size and seed.
-
-    ``{(scheme, L): StylizedResult}`` from :func:`stylized_attention` with its default parameters
-    (d = 96, base 10⁴, planted key at distance 4, near window W = 64, logit scale 8, ALiBi slope
-    2⁻⁴, identical far values). Quick: schemes RoPE, random Q/K, random Q/K/V, learned Q/K and
-    ALiBi at L = 512, 2048, 8192, 65536 with 8, 8, 4, 2 trials; full: all seven schemes at
-    L = 512·2^k up to 65536 with 16 trials each. All schemes at one L share one seed (common
-    random numbers) drawn from the stream ``[seed, 1019]``. Cost O(Σ trials·L·d) per scheme,
-    ≈ 8 s quick. The returned dict is shared between callers: do not modify it.
-    """
-    return _table(bool(full), int(seed))

@@ -9,7 +9,7 @@ SO(2) blocks use the half-split pairing of [B]'s code by default: block b acts o
 (b, b + d/2); ``pairing="interleaved"`` uses (2b, 2b + 1). A block rotation is
 R(θ) = [[cos θ, −sin θ], [sin θ, cos θ]]. :func:`rotate_blocks` takes any backend's arrays;
 the laws sample on the host with NumPy. ``rope_frequencies`` is the one definition of
-:func:`posflow._conventions.rope_frequencies`, re-exported here.
+:func:`posflow.conventions.rope_frequencies`, re-exported here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-from posflow._conventions import rope_frequencies
+from posflow.conventions import rope_frequencies
 from posflow.simulate._arrays import as_float, namespace_of
 from posflow.simulate._arrays import check_int as _check_int
 

@@ -55,6 +55,7 @@ __all__ = [
     "power_decay",
     "rollout_matrix",
     "rollout_summary",
+    "stationary_profiles",
     "total_mixing",
 ]
 
@@ -307,6 +308,52 @@ def rollout_summary(kernels, lambdas) -> dict:
         "sum_lambda": float(lam.sum()),
         "profile": prof,
     }
+
+
+def stationary_profiles(kernel: Kernel, lam: float, depths) -> np.ndarray:
+    """Influence profiles of one stationary layer at growing depth, from one chain.
+
+    .. math::
+        p^{(T)} = e_{n-1}^\\top R^T,\\qquad R = (1 - \\lambda) I + \\lambda A,
+
+    for every ``T`` in ``depths`` (claims PB10, PB11). One chain of plain residual steps
+    ``p ← (1 − λ) p + λ p A`` is extended from one depth to the next, so the cost is
+    O(max(depths)·n·H) for ALiBi kernels (O(max(depths)·n²) for dense ones), not the sum over
+    depths. Unlike :func:`influence`, the rows are not projected back onto mass 1: each step's
+    rounding is kept as it is (what a check of monotonicity in depth must see).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        One causal attention kernel ``A``, shared by every layer.
+    lam : float
+        The mixing coefficient λ in [0, 1] of every layer.
+    depths : sequence of int, shape (D,)
+        Strictly increasing depths ``T ≥ 1``.
+
+    Returns
+    -------
+    profiles : ndarray, shape (D, n)
+        ``profiles[d] = p^{(depths[d])}``; an array of the kernel's backend.
+
+    Raises ValueError for λ outside [0, 1] and for depths that are not strictly increasing
+    positive integers.
+    """
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a Kernel; got {type(kernel).__name__}")
+    lam = float(lam)
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lam must be in [0, 1]; got {lam!r}")
+    Ts = [_check_depth(T) for T in depths]
+    if not Ts or Ts[0] < 1 or bool(np.any(np.diff(Ts) <= 0)):
+        raise ValueError(f"depths must be strictly increasing integers ≥ 1; got {Ts}")
+    row, done, out = kernel._rows(), 0, []
+    for T in Ts:  # extend the same chain: p^{(T)} for growing T
+        for _ in range(T - done):
+            row = kernel._residual_step(row, lam)
+        done = T
+        out.append(kernel.xp.asarray(row[0], copy=True))
+    return kernel.xp.stack(out)
 
 
 def _check_depth(T) -> int:

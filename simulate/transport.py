@@ -26,8 +26,10 @@ arrays. The computation is the same array-API code on every backend (float64).
 
 Route angles, products and frames (``posflow.simulate._routes``), the chunked (compact-WY /
 UT-transform) Householder route scores and PaTH attention (``posflow.simulate._householder``),
-the stylized single-layer model of [B] (``posflow.simulate._stylized``) and the mixing-window
-estimates (``posflow.simulate._mixing``) live in private modules and are re-exported here.
+the stylized single-layer model of [B] (``posflow.simulate._stylized``), the mixing-window
+estimates (``posflow.simulate._mixing``), the planted-target sweep and references of AT12, AT13,
+AT19 (``posflow.simulate._planted``) and the moments of route phases, products and far
+scores (``posflow.simulate._route_moments``) live in private modules and are re-exported here.
 """
 
 from __future__ import annotations
@@ -39,6 +41,26 @@ import numpy as np
 from posflow.simulate._arrays import as_float, check_int, namespace_of, positions
 from posflow.simulate._householder import householder_route_scores, path_attention
 from posflow.simulate._mixing import empirical_mixing_window, empirical_route_mean, mixing_window
+from posflow.simulate._planted import (
+    PLANTED,
+    PlantedSetup,
+    alibi_far_mass_reference,
+    coherence_per_block,
+    crossing_length,
+    far_logit_cv2,
+    far_sum_mgf,
+    near_mass_reference,
+    planted_lengths,
+    planted_sweep,
+    value_ratio_reference,
+)
+from posflow.simulate._route_moments import (
+    PhaseMoments,
+    phase_path_moments,
+    route_product_moments,
+    so2_far_score_moments,
+    so2_score_moments,
+)
 from posflow.simulate._routes import (
     ROUTES,
     absolute_angles,
@@ -52,44 +74,54 @@ from posflow.simulate._routes import (
 )
 from posflow.simulate._stylized import (
     SCHEMES,
-    STYLIZED_QUICK,
     StylizedResult,
     stylized_attention,
-    stylized_lengths,
     stylized_sweep,
-    stylized_table,
 )
 from posflow.simulate.backend import host
 from posflow.simulate.orthogonal import rotate_blocks
 
 __all__ = [
+    "PLANTED",
     "ROUTES",
     "SCHEMES",
-    "STYLIZED_QUICK",
+    "PhaseMoments",
+    "PlantedSetup",
     "StylizedResult",
     "absolute_angles",
+    "alibi_far_mass_reference",
     "attention_weights",
+    "coherence_per_block",
+    "crossing_length",
     "empirical_mixing_window",
     "empirical_route_mean",
+    "far_logit_cv2",
+    "far_sum_mgf",
     "frame_prefix",
     "householder_route_scores",
     "householder_scores",
     "householder_step",
     "mixing_window",
     "near_far_mass",
+    "near_mass_reference",
     "orthogonal_scores",
     "orthogonal_value_output",
     "path_attention",
+    "phase_path_moments",
+    "planted_lengths",
+    "planted_sweep",
     "rotate_blocks",
     "route_angles",
     "route_product",
+    "route_product_moments",
+    "so2_far_score_moments",
+    "so2_score_moments",
     "so2_scores",
     "so2_value_output",
     "stylized_attention",
-    "stylized_lengths",
     "stylized_sweep",
-    "stylized_table",
     "suffix_angles",
+    "value_ratio_reference",
     "wrap_angle",
 ]
 

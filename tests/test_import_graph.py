@@ -105,3 +105,92 @@ def test_data_flows_one_way(side, never):
         if d.startswith(never)
     )  # fmt: skip
     assert not bad
+
+
+# -- the layering of proofs_checks: cli → claims → kit, and claims see only kit/theory/simulate --
+
+KIT, CLAIMS, CLI = (f"posflow.proofs_checks.{p}" for p in ("kit", "claims", "cli"))
+
+
+def _under(mod: str, pkg: str) -> bool:
+    return mod == pkg or mod.startswith(pkg + ".")
+
+
+def _family(mod: str) -> str:
+    """``pb15`` for ``…claims.pb15_study``: the ID a claim module's name starts with."""
+    return mod.rpartition(".")[2].split("_")[0]
+
+
+def test_claims_import_only_kit_theory_simulate():
+    """A claim module imports kit, theory and simulate; another claim module only when both
+    belong to one claim split across files for size (their names start with the same ID)."""
+    allowed = (KIT, "posflow.theory", "posflow.simulate")
+    bad = sorted(
+        (m, d) for m, deps in GRAPH.items() if _under(m, CLAIMS) and m != CLAIMS for d in deps
+        if not any(_under(d, a) for a in allowed)
+        and not (_under(d, CLAIMS) and d != CLAIMS and _family(d) == _family(m))
+    )  # fmt: skip
+    assert not bad
+
+
+@pytest.mark.parametrize(("side", "never"), [
+    (KIT, (CLAIMS, CLI)),
+    (CLAIMS, (CLI,)),
+])  # fmt: skip
+def test_proofs_checks_layers_point_one_way(side, never):
+    bad = sorted(
+        (m, d) for m, deps in GRAPH.items() if _under(m, side) for d in deps
+        if any(_under(d, n) for n in never)
+    )  # fmt: skip
+    assert not bad
+
+
+AREAS = ("posflow.theory", "posflow.simulate", KIT, CLAIMS, CLI)
+
+
+def _area(mod: str) -> str:
+    """The package a module belongs to for the privacy rule (the root ``posflow`` otherwise);
+    each claim module is its own area (no private names pass between claim modules)."""
+    if _under(mod, CLAIMS) and mod != CLAIMS:
+        return ".".join(mod.split(".")[:4])
+    return next((a for a in AREAS if _under(mod, a)), "posflow")
+
+
+def _private_reaches(modules: dict[str, Path]) -> list[tuple[str, str]]:
+    """(module, what) for every import of a private module or name owned by another area."""
+    out = []
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+                continue
+            if not node.module.startswith("posflow"):
+                continue
+            targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for t in targets:
+                parts = t.split(".")
+                first = next((i for i, s in enumerate(parts) if s.startswith("_")
+                              and not s.startswith("__")), None)  # fmt: skip
+                if first is None:
+                    continue
+                owner = ".".join(parts[:first])
+                if _area(owner) != _area(name) or (owner == "posflow" and name != "posflow"):
+                    out.append((name, t))
+    return sorted(set(out))
+
+
+def test_no_private_names_cross_a_package():
+    assert _private_reaches(_modules()) == []
+
+
+def test_the_privacy_rule_sees_a_planted_reach(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from posflow.proofs_checks.kit._registry import register\n"
+                 "from posflow.simulate.rollout import _chain\n", encoding="utf-8")  # fmt: skip
+    found = _private_reaches({f"{CLAIMS}.planted": f})
+    assert found == [(f"{CLAIMS}.planted", "posflow.proofs_checks.kit._registry"),
+                     (f"{CLAIMS}.planted", "posflow.proofs_checks.kit._registry.register"),
+                     (f"{CLAIMS}.planted", "posflow.simulate.rollout._chain")]  # fmt: skip
+    inside = tmp_path / "k.py"
+    inside.write_text("from posflow.proofs_checks.kit._evidence import Evidence\n",
+                      encoding="utf-8")  # fmt: skip
+    assert _private_reaches({f"{KIT}.other": inside}) == []

@@ -13,6 +13,7 @@ from posflow.proofs_checks.kit import (
     decide,
     family_level,
     sensitivity,
+    sensitivity_grid,
 )
 
 CASES = [  # (lo, hi, bound, op, expected)
@@ -72,3 +73,21 @@ def test_sensitivity_table():
     assert t.rows == [[1, HOLDS, 1], [2, HOLDS, 4], [3, FAILS, 9]]
     with pytest.raises(ValueError, match="not a status"):
         sensitivity("s", "K", [1], lambda k: "maybe")
+
+
+def test_sensitivity_table_with_the_verdict_last():
+    t = sensitivity("s", "K", [1, 3], lambda k: HOLDS if k < 3 else FAILS,
+                    extra=lambda k: [k * k], extra_columns=("k²",), verdict_last=True)  # fmt: skip
+    assert t.columns == ["K", "k²", "verdict"]
+    assert t.rows == [[1, 1, HOLDS], [3, 9, FAILS]]
+
+
+def test_sensitivity_grid_table():
+    t = sensitivity_grid("g", "grid", {"A": [1, 2], "B": [0.5]},
+                         lambda name, v: [HOLDS, FAILS if v == 2 else HOLDS],
+                         ("s1", "s2"))  # fmt: skip
+    assert t.columns == ["parameter", "value", "s1", "s2"]
+    assert t.rows == [["A", 1, HOLDS, HOLDS], ["A", 2, HOLDS, FAILS], ["B", 0.5, HOLDS, HOLDS]]
+    for bad in (lambda n, v: [HOLDS], lambda n, v: [HOLDS, "maybe"]):
+        with pytest.raises(ValueError, match="not one status"):
+            sensitivity_grid("g", "grid", {"A": [1]}, bad, ("s1", "s2"))

@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from posflow.proofs_checks.claims import _relaxations_pb as rx
+from posflow.proofs_checks.claims import pb01_02_diagonal_identity as pb2
+from posflow.proofs_checks.claims import pb06_dichotomy as pb6
+from posflow.proofs_checks.claims import pb08_09_monotone_drift as pb8
+from posflow.proofs_checks.claims import pb11_u_shape as pb11
 from posflow.proofs_checks.kit._counterexamples import (
     SearchResult,
     describe,
@@ -94,8 +97,8 @@ def test_pb8_search_finds_nothing_when_slopes_stay_nonnegative():
     kept = Relaxation(
         "kept",
         "nothing",
-        lambda: rx.slope_examples().filter(lambda ex: min(ex["slopes"]) >= 0),
-        rx.slope_violation,
+        lambda: pb8.slope_examples().filter(lambda ex: min(ex["slopes"]) >= 0),
+        pb8.slope_violation,
     )
     r = search("PB8", kept, seed=0, max_examples=80)
     assert not r.found and r.example is None and r.violation is None
@@ -123,9 +126,9 @@ def test_pb2_search_finds_nothing_for_causal_kernels():
             A[np.diag_indices_from(A)] += 1 - A.sum(axis=1)
             return dict(ex, A=A.tolist())
 
-        return rx.noncausal_examples().map(lower)
+        return pb2.noncausal_examples().map(lower)
 
-    r = search("PB2", Relaxation("kept", "nothing", causal_examples, rx.causal_violation), 0, 60)
+    r = search("PB2", Relaxation("kept", "nothing", causal_examples, pb2.causal_violation), 0, 60)
     assert not r.found
 
 
@@ -188,7 +191,7 @@ def test_relaxations_are_attached_to_their_claims():
 
 
 @settings(max_examples=25)
-@given(rx.slope_examples())
+@given(pb8.slope_examples())
 def test_pb8_examples_are_plain_and_bounded(ex):
     assert json.loads(json.dumps(ex)) == ex
     assert 2 <= ex["n"] <= 8 and len(ex["slopes"]) == len(ex["content"])
@@ -196,7 +199,7 @@ def test_pb8_examples_are_plain_and_bounded(ex):
 
 
 @settings(max_examples=25)
-@given(rx.noncausal_examples())
+@given(pb2.noncausal_examples())
 def test_pb2_examples_are_row_stochastic(ex):
     A = np.array(ex["A"])
     assert A.shape == (ex["n"], ex["n"]) and (A >= 0).all()
@@ -205,16 +208,16 @@ def test_pb2_examples_are_row_stochastic(ex):
 
 
 @settings(max_examples=25)
-@given(rx.unreachable_examples())
+@given(pb6.unreachable_examples())
 def test_pb6_examples_keep_delta_and_large_total_mixing(ex):
-    A, others = rx.reachability_kernel(ex)
-    assert ex["lam"] * ex["T"] >= rx.PB6_MIN_SUM_LAMBDA
+    A, others = pb6.reachability_kernel(ex)
+    assert ex["lam"] * ex["T"] >= pb6.PB6_MIN_SUM_LAMBDA
     assert others and all(A[i, 0] == 0 and A[i, i] == 1 for i in ex["self_rows"])
     np.testing.assert_allclose(A.sum(axis=1), 1.0, atol=1e-12)
 
 
 @settings(max_examples=25)
-@given(rx.no_residual_examples())
+@given(pb11.no_residual_examples())
 def test_pb11_examples_keep_nonnegative_slopes(ex):
     assert ex["n"] >= 3 and 2 <= ex["T"] <= 12 and min(ex["slopes"]) >= 0
 
@@ -307,20 +310,20 @@ def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="found is false"):
         replay({"id": "PB8", "relaxed": "nonnegative_slope", "found": False, "example": None})
     with pytest.raises(ValueError, match="slopes"):
-        rx.slope_violation({"n": 3})
+        pb8.slope_violation({"n": 3})
     with pytest.raises(ValueError, match="n"):
-        rx.residual_violation({"n": 2, "slopes": [0.0], "content": [0.0], "T": 2})
+        pb11.residual_violation({"n": 2, "slopes": [0.0], "content": [0.0], "T": 2})
     with pytest.raises(ValueError, match="A"):
-        rx.causal_violation({"n": 3, "A": [[1.0, 0.0], [0.0, 1.0]], "lambdas": [0.5]})
+        pb2.causal_violation({"n": 3, "A": [[1.0, 0.0], [0.0, 1.0]], "lambdas": [0.5]})
     with pytest.raises(ValueError, match="row-stochastic"):
-        rx.causal_violation({"n": 2, "A": [[1.0, 1.0], [0.0, 1.0]], "lambdas": [0.5]})
+        pb2.causal_violation({"n": 2, "A": [[1.0, 1.0], [0.0, 1.0]], "lambdas": [0.5]})
     with pytest.raises(ValueError, match="lambdas"):
-        rx.causal_violation({"n": 2, "A": [[0.0, 1.0], [0.0, 1.0]], "lambdas": [1.5]})
+        pb2.causal_violation({"n": 2, "A": [[0.0, 1.0], [0.0, 1.0]], "lambdas": [1.5]})
     ex = {"n": 3, "self_rows": [1, 2], "slope": 0.0, "content": 0.0, "lam": 0.5, "T": 40}
     with pytest.raises(ValueError, match="self_rows"):
-        rx.reachability_violation(ex)
+        pb6.reachability_violation(ex)
     with pytest.raises(ValueError, match="lam"):
-        rx.reachability_violation(dict(ex, self_rows=[1], lam=2.0))
+        pb6.reachability_violation(dict(ex, self_rows=[1], lam=2.0))
 
 
 def test_seed_none_and_generator_are_recorded():

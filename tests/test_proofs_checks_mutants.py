@@ -47,7 +47,7 @@ def test_mutant_is_killed(cid, name, monkeypatch):
 
 
 def test_mutated_restores_every_binding():
-    import posflow.proofs_checks.claims.pb01_03_diagonal as pb
+    import posflow.proofs_checks.claims.pb01_02_diagonal_identity as pb
     import posflow.simulate.rollout as ro
 
     original = ro.diagonal

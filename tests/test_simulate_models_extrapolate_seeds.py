@@ -55,6 +55,12 @@ def test_a_killed_run_resumes_with_identical_numbers(scheme, tmp_path):
         assert torch.equal(a, b), k
 
 
+def test_the_nested_prefix_control_is_at_rounding_level_and_restores_threads():
+    threads = torch.get_num_threads()
+    assert 0.0 <= ES.nested_prefix_error() < 1e-4
+    assert torch.get_num_threads() == threads
+
+
 def test_nested_prefixes_equal_direct_forward_passes_on_each_prefix():
     cfg = tiny()
     wins = np.random.default_rng(1).integers(0, V, size=(3, 33))

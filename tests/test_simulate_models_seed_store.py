@@ -69,3 +69,56 @@ def test_bad_stores_are_refused(tmp_path):
     (tmp_path / "s" / "b__s0.json").write_text("[1]")
     with pytest.raises(ValueError, match=r"b__s0\.json"):
         SS.load_seed_store(tmp_path / "s")
+
+
+def test_ratio_summary_and_seed_means_match_hand_computations(tmp_path):
+    runs = {
+        ("a", 0): [[1.0, 1.5], [2.0, 2.1]],  # ℓ = 0.3
+        ("a", 1): [[1.0, 1.1], [1.0, 1.1]],  # ℓ = 0.1
+        ("b", 0): [[3.0, 3.0], [3.0, 3.2]],  # ℓ = 0.1
+    }
+    st = store(tmp_path, runs)
+    assert SS.seed_mean_ppl(st, "a", 8) == pytest.approx(
+        (math.exp(1.8) + math.exp(1.1)) / 2, rel=1e-14
+    )
+    assert SS.seed_mean_ratio(st, "a", 8) == pytest.approx(math.exp(0.2), rel=1e-14)
+    summ = SS.ratio_summary(st)
+    a8 = summ["a"][8]
+    _, lo, hi = SS.t_interval([0.3, 0.1], 0.05)
+    assert a8["ratio"] == pytest.approx(math.exp(0.2), rel=1e-14) and a8["seeds"] == 2
+    assert (a8["lo"], a8["hi"]) == (pytest.approx(math.exp(lo)), pytest.approx(math.exp(hi)))
+    assert summ["a"][4]["ratio"] == 1.0 and summ["a"][8]["ppl"] == SS.seed_mean_ppl(st, "a", 8)
+    assert math.isnan(summ["b"][8]["lo"]) and summ["b"][8]["ratio"] == pytest.approx(
+        math.exp(0.1)
+    )  # one seed: no interval
+    # the raw files give the same ratios; a perturbed summary is caught
+    blobs = {k: {**json.loads((tmp_path / SS.run_file(*k)).read_text()), "train_len": 4,
+                 "eval_lengths": [4, 8]} for k in runs}  # fmt: skip
+    for k, blob in blobs.items():
+        (tmp_path / SS.run_file(*k)).write_text(json.dumps(blob))
+    assert SS.raw_ratio_error(str(tmp_path), st, summ) < 1e-14
+    summ["b"][8]["ratio"] *= 1.01
+    assert SS.raw_ratio_error(tmp_path, st, summ) == pytest.approx(0.01, rel=1e-9)
+
+
+def test_paired_log_ratios_and_comparison_statistics(tmp_path):
+    runs = {
+        ("a", 0): [[1.0, 1.5], [1.0, 1.5]],
+        ("a", 1): [[1.0, 1.2], [1.0, 1.2]],
+        ("a", 2): [[1.0, 1.4], [1.0, 1.4]],
+        ("b", 1): [[1.0, 1.1], [1.0, 1.1]],
+        ("b", 2): [[1.0, 1.1], [1.0, 1.1]],
+    }
+    st = store(tmp_path, runs)
+    d = SS.paired_log_ratios(st, "a", "b", 8)
+    assert list(d) == [1, 2] and d == {1: pytest.approx(0.1), 2: pytest.approx(0.3)}
+    assert SS.paired_log_ratios(st, "a", "missing", 8) == {}
+    c = SS.comparison_statistics(d, 0.0, 0.05)
+    _, lo, hi = SS.t_interval([d[1], d[2]], 0.05)
+    assert c["n"] == 2 and c["mean"] == pytest.approx(0.2) and (c["lo"], c["hi"]) == (lo, hi)
+    assert c["p_sign"] == SS.sign_test([0.1, 0.3]) == 0.5
+    one = SS.comparison_statistics({0: 0.4}, 0.5, 0.05)
+    assert one["n"] == 1 and one["mean"] == 0.4 and one["p_sign"] == 1.0
+    assert math.isnan(one["lo"]) and math.isnan(one["hi"])
+    none = SS.comparison_statistics({}, 0.5, 0.05)
+    assert none["n"] == 0 and all(math.isnan(none[k]) for k in ("mean", "lo", "hi", "p_sign"))

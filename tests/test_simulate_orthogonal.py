@@ -14,6 +14,7 @@ from posflow.simulate.orthogonal import (
     block_indices,
     haar,
     mean_operator_norm,
+    phase_paths,
     rope_frequencies,
     rotate_blocks,
     so2_matrices,
@@ -260,3 +261,11 @@ def test_bad_input_names_the_argument(call, match):
 def test_mean_operator_norm_rejects_non_laws():
     with pytest.raises(TypeError, match="law"):
         mean_operator_norm(object())
+
+
+def test_phase_paths_accumulate_the_law():
+    law = SO2BlockLaw(2, "rope", scale=0.25)  # deterministic: Σθ = L·0.25
+    paths = phase_paths(law, 3, [1, 4], np.random.default_rng(0))
+    assert paths[4] == pytest.approx(np.full((3, 1), 1.0))
+    with pytest.raises(ValueError, match="checkpoints"):
+        phase_paths(law, 3, [0], np.random.default_rng(0))

@@ -22,6 +22,7 @@ from posflow.simulate.rollout import (
     power_decay,
     rollout_matrix,
     rollout_summary,
+    stationary_profiles,
     total_mixing,
 )
 
@@ -293,3 +294,51 @@ def test_a_dense_kernel_that_is_not_stochastic_keeps_its_defect():
     p = influence(K, np.ones(T))
     np.testing.assert_array_equal(p, plain_chain([K] * T, np.ones(T)))
     assert 1.0 - math.fsum(p) == pytest.approx(T * 1e-10, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# stationary_profiles: one chain, every requested depth
+
+
+def _random_causal(n):
+    A = np.tril(np.random.default_rng(3).random((n, n)))
+    return A / A.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "K",
+    [
+        alibi_kernel(40, [0.05, 0.5], [2.0, -1.0]),
+        alibi_kernel(40, [-0.3, 0.2], [1.0, 0.0]),
+        uniform_kernel(40),
+        dense_kernel(_random_causal(40)),
+    ],
+    ids=["alibi", "alibi-negative-slope", "uniform", "dense"],
+)
+def test_stationary_profiles_match_dense_matrix_powers(K):
+    lam, depths = 0.3, [1, 2, 5, 17, 64]
+    P = stationary_profiles(K, lam, depths)
+    R = (1 - lam) * np.eye(K.n) + lam * np.asarray(K.dense())
+    assert P.shape == (len(depths), K.n)
+    for row, T in zip(P, depths, strict=True):
+        np.testing.assert_allclose(row, np.linalg.matrix_power(R, T)[-1], rtol=1e-12, atol=1e-15)
+
+
+def test_stationary_profiles_are_the_plain_unprojected_chain():
+    # bit for bit the residual steps of the kernel, extended from one depth to the next
+    K = alibi_kernel(30, alibi_slopes(4), 1.5)
+    P = stationary_profiles(K, 0.7, range(1, 11))
+    row = np.eye(1, 30, 29)
+    for T in range(10):
+        row = K._residual_step(row, 0.7)
+        np.testing.assert_array_equal(P[T], row[0])
+
+
+@pytest.mark.parametrize(
+    "lam, depths, match",
+    [(1.5, [1], "lam"), (0.5, [], "increasing"), (0.5, [0, 1], "increasing"),
+     (0.5, [3, 3], "increasing"), (0.5, [1.5], "integer")],
+)  # fmt: skip
+def test_stationary_profiles_bad_input(lam, depths, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        stationary_profiles(uniform_kernel(5), lam, depths)

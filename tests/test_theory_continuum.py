@@ -18,6 +18,22 @@ def test_the_limit_profile_is_a_probability_vector_equal_to_its_quadrature():
     np.testing.assert_allclose(p, th.continuum_profile_quadrature(48, 1.5), atol=1e-12)
 
 
+def test_profile_from_moments_against_closed_forms():
+    import mpmath
+
+    # X ~ U[0, 1] (moments 1/(k+1)): j is uniform on 0..n−1; X ≡ x0 (moments x0^k): Binomial
+    n = 12
+    p = th.profile_from_moments(lambda k: mpmath.mpf(1) / (k + 1), n, n + 30)
+    np.testing.assert_allclose(p, np.full(n, 1 / n), rtol=1e-14)
+    x0 = mpmath.mpf(3) / 10
+    p = th.profile_from_moments(lambda k: x0**k, n, n + 30)
+    np.testing.assert_allclose(p, stats.binom.pmf(np.arange(n), n - 1, 0.3), rtol=1e-12)
+    # the limit profile is the profile of its moments e^{−Λk/(k+1)}
+    L = mpmath.mpf(2)
+    q = th.profile_from_moments(lambda k: mpmath.exp(-L * k / (k + 1)), 30, 70)
+    np.testing.assert_array_equal(q, th.continuum_profile(30, 2.0))
+
+
 def test_mean_position_is_the_mean_of_x():
     # j | X ~ Binomial(n−1, X), so E[j/(n−1)] = E[X] = m_1 = e^{−Λ/2} for every n
     for n, Lam in ((2, 0.3), (17, 1.0), (60, 3.0)):

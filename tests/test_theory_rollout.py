@@ -408,6 +408,18 @@ def test_collapse_with_sympy_cross_check():
     assert ro.collapses(half / (t + 1) ** 2, t) is False
 
 
+@pytest.mark.parametrize(("lam0", "beta", "expected"), [
+    ("1", None, True), ("1/5", None, True), ("1/2", "1/2", True), ("1/2", "1", True),
+    ("1/2", "11/10", False), ("1/2", "3/2", False), ("1/2", "2", False),
+])  # fmt: skip
+def test_power_decay_collapses_is_the_p_series_rule(lam0, beta, expected):
+    # Σ λ0/(t+1)^β diverges iff β ≤ 1 (a constant schedule: β = 0), and it agrees with
+    # collapses on the schedule written out by hand
+    assert ro.power_decay_collapses(lam0, beta) is expected
+    sched = sp.Rational(lam0) / (t + 1) ** sp.Rational(beta or 0)
+    assert ro.collapses(sched, t) is expected
+
+
 @pytest.mark.parametrize(
     "bad", [2 / (t + 1), -1 / (t + 1), t / 10, 1 / t, sp.Rational(3, 2), -lam0 / (t + 1)], ids=str
 )

@@ -39,6 +39,7 @@ __all__ = [
     "continuum_moments",
     "continuum_profile",
     "continuum_profile_quadrature",
+    "profile_from_moments",
 ]
 
 
@@ -71,9 +72,16 @@ def continuum_moment_derivation() -> dict:
     return {"discrete_limit": sp.simplify(lim), "compound_poisson": cp}
 
 
-def _profile_from(moment, n: int, dps: int) -> np.ndarray:
-    """``C(n−1,j) Σ_r C(n−1−j, r)(−1)^r moment(j + r)`` at ``dps`` digits (the alternating sum
-    cancels about n digits, so ``dps`` must exceed n plus the digits wanted)."""
+def profile_from_moments(moment, n: int, dps: int) -> np.ndarray:
+    """The profile of n tokens whose law of j/(n−1) has the moments ``moment(k)``, shape (n,).
+
+    .. math:: p(j) = \\binom{n-1}{j}\\sum_{r=0}^{n-1-j}\\binom{n-1-j}{r}(-1)^r\\,
+              \\mathrm{moment}(j + r)
+
+    evaluated with mpmath at ``dps`` digits: ``moment(k)`` (k = 0 … n−1, an int) must return an
+    mpmath number. The alternating sum cancels about n digits, so ``dps`` must exceed n plus the
+    digits wanted (:func:`continuum_profile` uses n + 40).
+    """
     with mpmath.workdps(dps):
         m = [moment(kk) for kk in range(n)]
         out = []
@@ -96,7 +104,7 @@ def continuum_profile(n: int, Lam) -> np.ndarray:
     """
     n, Lam = _check(n, Lam)
     L = mpmath.mpf(Lam)
-    return _profile_from(lambda kk: mpmath.exp(-L * kk / (kk + 1)), n, n + 40)
+    return profile_from_moments(lambda kk: mpmath.exp(-L * kk / (kk + 1)), n, n + 40)
 
 
 def continuum_correction(n: int, Lam) -> np.ndarray:
@@ -114,7 +122,7 @@ def continuum_correction(n: int, Lam) -> np.ndarray:
         u = mpmath.mpf(kk) / (kk + 1)
         return -L / 2 * u**2 * mpmath.exp(-L * u)
 
-    return _profile_from(moment, n, n + 40)
+    return profile_from_moments(moment, n, n + 40)
 
 
 def continuum_law_density(y, Lam) -> np.ndarray:

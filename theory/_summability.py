@@ -22,12 +22,13 @@ the answer undecided (None), so an answer is never guessed. Re-exported from
 
 from __future__ import annotations
 
+import functools
 import numbers
 from fractions import Fraction
 
 import sympy as sp
 
-__all__ = ["collapses"]
+__all__ = ["collapses", "power_decay_collapses"]
 
 _SAMPLE_POINTS = (*range(33), 100, 1000)
 
@@ -193,3 +194,19 @@ def collapses(schedule, t: sp.Symbol, *, cross_check: bool = True) -> bool | Non
         if opinion is not None and opinion != verdict:
             return None
     return verdict
+
+
+@functools.cache
+def power_decay_collapses(lam0: str, beta: str | None = None) -> bool | None:
+    """:func:`collapses` for ``λ_t = lam0`` (``beta`` None) or ``λ_t = lam0/(t+1)^beta``.
+
+    ``lam0`` and ``beta`` are exact rationals written as strings (``"1/2"``, ``"3/2"``), ``t`` a
+    nonnegative integer symbol. Memoised per process (posflow's mutant runner clears the memo).
+
+    Examples: ``power_decay_collapses("1/5")`` is True (a constant schedule),
+    ``power_decay_collapses("1/2", "1")`` True (harmonic), ``power_decay_collapses("1/2", "2")``
+    False.
+    """
+    t = sp.Symbol("t", integer=True, nonnegative=True)
+    sched = sp.Rational(lam0) if beta is None else sp.Rational(lam0) / (t + 1) ** sp.Rational(beta)
+    return collapses(sched, t)

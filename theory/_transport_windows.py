@@ -2,7 +2,7 @@
 
 Re-exported by :mod:`posflow.theory.transport`. Claims AT4 (Householder mean and spectrum), AT5 (the
 mixing window depends on the step law only), AT6 (per-block windows for RoPE frequencies). The RoPE
-frequencies are the one definition of :func:`posflow._conventions.rope_frequencies`.
+frequencies are the one definition of :func:`posflow.conventions.rope_frequencies`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from posflow._conventions import rope_frequencies
+from posflow.conventions import rope_frequencies
 
 from ._transport_angles import angle_characteristic, log_sinc
 from ._transport_common import (

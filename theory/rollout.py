@@ -30,6 +30,7 @@ from posflow.theory._continuum import (
     continuum_moments,
     continuum_profile,
     continuum_profile_quadrature,
+    profile_from_moments,
 )
 from posflow.theory._drift import (
     DriftDerivative,
@@ -45,7 +46,7 @@ from posflow.theory._drift import (
 )
 from posflow.theory._exact import as_count, as_exact_lambdas, to_fraction
 from posflow.theory._hausdorff import LimitLaw, hausdorff_moments, influence_exact, limit_law
-from posflow.theory._summability import collapses
+from posflow.theory._summability import collapses, power_decay_collapses
 from posflow.theory._symbolic import symbolic_kernel
 
 __all__ = [
@@ -75,6 +76,8 @@ __all__ = [
     "hausdorff_moments",
     "influence_exact",
     "limit_law",
+    "power_decay_collapses",
+    "profile_from_moments",
     "residual_drift_residual",
     "row_sum_residual",
     "symbolic_kernel",

@@ -1,19 +1,21 @@
 """Claim AT18 of [B]: the implementation identities of accumulated transport.
 
-Every fast path is compared with a dense route product P_{j→i} built step by step in this module
-(:func:`_dense_route`, block rotations written out entry by entry), independently of the routines
-under test:
+Every fast path is compared with a dense route product P_{j→i} built step by step
+(:mod:`posflow.simulate.identities`: block rotations written out entry by entry, a plain loop of
+route products), independently of the routines under test:
 
 * the NumPy reference (:mod:`posflow.simulate.transport`): suffix-sum angles, ``so2_scores``,
   the inverse output rotation of values and ``so2_value_output``, zero-initialised learned angles
   against RoPE, the PaTH key-cache update and ``householder_scores``, the chunked (compact-WY /
   UT-transform) ``householder_route_scores`` on both routes and ``path_attention`` against the
   softmax of the dense Householder scores, absolute frames and ``orthogonal_scores`` on both
-  route conventions, and ``route_product`` itself;
+  route conventions, and ``route_product`` itself
+  (:func:`posflow.simulate.identities.numpy_identity_errors`);
 * the torch schemes that claim AT20 trains (:mod:`posflow.simulate.models.schemes` and
   ``lm.RoPE``): RoPE, random Q/K and Q/K/V, learned Q/K and Q/K/V (with random, non-zero angle
   embeddings, and at zero initialisation against RoPE), and PaTH, run through their
-  ``qkv``/``scores``/``output`` hooks exactly as ``lm.Attention`` calls them, in float64.
+  ``qkv``/``scores``/``output`` hooks exactly as ``lm.Attention`` calls them, in float64
+  (:func:`posflow.simulate.models.scheme_identities.torch_identity_errors`).
 
 Without torch the torch part is undecided (the verdict is then INCONCLUSIVE).
 """
@@ -21,9 +23,6 @@ Without torch the torch part is undecided (the verdict is then INCONCLUSIVE).
 from __future__ import annotations
 
 import functools
-import math
-
-import numpy as np
 
 from posflow.proofs_checks.kit import (
     Context,
@@ -38,61 +37,10 @@ from posflow.proofs_checks.kit import (
     scaled_argument,
     undecided,
 )
-from posflow.simulate.orthogonal import rope_frequencies, rotate_blocks
-from posflow.simulate.transport import (
-    ROUTES,
-    frame_prefix,
-    householder_route_scores,
-    householder_scores,
-    householder_step,
-    orthogonal_scores,
-    path_attention,
-    route_product,
-    so2_scores,
-    so2_value_output,
-    suffix_angles,
-)
+from posflow.simulate.identities import numpy_identity_errors
 
 _U = 1.1102230246251565e-16  # float64 unit roundoff
 _CHUNK = 6  # chunk length of the chunked PaTH checks: n = 40 and 64 are not multiples of it
-
-
-def _so2_dense(theta) -> np.ndarray:
-    """blockdiag_b R(θ_b) with the half-split pairing (b, b + d/2), entry by entry: (n, d, d)."""
-    theta = np.asarray(theta, dtype=float)
-    n, half = theta.shape
-    m = np.zeros((n, 2 * half, 2 * half))
-    for b in range(half):
-        c, s = np.cos(theta[:, b]), np.sin(theta[:, b])
-        m[:, b, b], m[:, b, b + half] = c, -s
-        m[:, b + half, b], m[:, b + half, b + half] = s, c
-    return m
-
-
-def _dense_route(steps, j: int, i: int, shift: int = 0) -> np.ndarray:
-    """M_{i−1+shift} ⋯ M_{j+shift} (shift 0: from_source; 1: path), a plain loop."""
-    p = np.eye(steps.shape[1])
-    for s in range(j + shift, i + shift):
-        p = steps[s] @ p
-    return p
-
-
-def _dense_scores(q, k, steps, shift: int = 0) -> np.ndarray:
-    """s_ij = q_iᵀ P_{j→i} k_j for j ≤ i (NaN above the diagonal)."""
-    n = k.shape[0]
-    s = np.full((n, n), np.nan)
-    for i in range(n):
-        for j in range(i + 1):
-            s[i, j] = q[i] @ _dense_route(steps, j, i, shift) @ k[j]
-    return s
-
-
-def _dense_values(a, v, steps) -> np.ndarray:
-    """o_i = Σ_{j ≤ i} a_ij P_{j→i} v_j (from_source routes)."""
-    n = v.shape[0]
-    return np.array(
-        [sum(a[i, j] * _dense_route(steps, j, i) @ v[j] for j in range(i + 1)) for i in range(n)]
-    )
 
 
 def _fp(n: int, d: int, scale: float) -> tuple[float, str]:
@@ -122,173 +70,7 @@ def _fp_chunked(n: int, d: int, chunk: int, scale: float) -> tuple[float, str]:
     )
 
 
-def _softmax_rows(s, scale: float, bias) -> np.ndarray:
-    """Causal softmax rows of scale·s + bias (s is NaN above the diagonal)."""
-    z = np.where(np.isnan(s), -np.inf, scale * s + bias)
-    a = np.exp(z - z.max(axis=1, keepdims=True))
-    return a / a.sum(axis=1, keepdims=True)
-
-
-def _numpy_identities(rng, n: int, d: int) -> tuple[dict, dict]:
-    """Errors of the NumPy fast paths against dense route products, and the setup scale."""
-    q, k, v = rng.standard_normal((3, n, d))
-    theta = rng.uniform(-1, 1, (n, d // 2))
-    steps = _so2_dense(theta)
-    low = np.tril_indices(n)
-    err = {}
-    dense = _dense_scores(q, k, steps)
-    err["route_product"] = max(
-        float(np.abs(route_product(steps, j, i) - _dense_route(steps, j, i)).max())
-        for i, j in zip(*low, strict=True)
-    )
-    # (1) suffix sums: (R(φ_i) q_i)·(R(φ_j) k_j) = q_iᵀ M_{i-1}⋯M_j k_j
-    phi = suffix_angles(theta)
-    suffix = rotate_blocks(q, phi) @ rotate_blocks(k, phi).T
-    err["suffix_sum_scores"] = float(np.abs(suffix - dense)[low].max())
-    err["so2_scores"] = float(np.abs(so2_scores(q, k, theta) - dense)[low].max())
-    # (2) values: R(-φ_i) Σ_j a_ij R(φ_j) v_j = Σ_j a_ij P_{j→i} v_j
-    a = np.tril(rng.exponential(size=(n, n)))
-    a /= a.sum(axis=1, keepdims=True)
-    dense_out = _dense_values(a, v, steps)
-    inverse_out = rotate_blocks(a @ rotate_blocks(v, phi), -phi)
-    err["value_inverse_rotation"] = float(np.abs(inverse_out - dense_out).max())
-    err["so2_value_output"] = float(np.abs(so2_value_output(a, v, theta) - dense_out).max())
-    # (3) zero-initialised learned angles θ = π tanh(0) − f_b give RoPE's relative rotation
-    f = rope_frequencies(d)
-    learned = np.broadcast_to(np.pi * np.tanh(0.0) - f, (n, d // 2))
-    rope_dense = _dense_scores(q, k, _so2_dense(np.broadcast_to(-f, (n, d // 2))))
-    err["zero_init_learned_vs_rope"] = float(
-        np.abs(so2_scores(q, k, learned) - rope_dense)[low].max()
-    )
-    # (4) PaTH: k ← k − β (k·w) w is H k; iterated over t = j+1 … i it gives the path route
-    w = rng.standard_normal((n, d))
-    w /= np.linalg.norm(w, axis=1, keepdims=True)
-    beta = rng.uniform(0, 2, n)
-    H = np.eye(d) - beta[:, None, None] * w[:, :, None] * w[:, None, :]
-    err["householder_step_vs_matrix"] = float(
-        np.abs(
-            np.stack([householder_step(k[t], w[t], beta[t]) for t in range(n)])
-            - np.einsum("tab,tb->ta", H, k)
-        ).max()
-    )
-    i = n - 1
-    cache = k.copy()
-    for t in range(1, n):  # token t arrives: every earlier cached key is updated
-        cache[:t] = householder_step(cache[:t], w[t], beta[t])
-    dense_h = {route: _dense_scores(q, k, H, shift) for shift, route in enumerate(ROUTES)}
-    dense_path = dense_h["path"][i]
-    err["path_cache_scores"] = float(np.abs(cache @ q[i] - dense_path).max())
-    err["householder_scores"] = float(
-        np.abs(householder_scores(q[i], k, w, beta, i) - dense_path).max()
-    )
-    # (4b) the chunked compact-WY / UT-transform scores (all queries) and PaTH attention outputs
-    chunked = {}
-    for route in ROUTES:
-        got = householder_route_scores(q, k, w, beta, route, _CHUNK)
-        chunked[f"householder_route_scores_{route}"] = float(
-            np.abs(got - dense_h[route])[low].max()
-        )
-    alibi = -0.1 * np.abs(np.subtract.outer(np.arange(n), np.arange(n)))
-    ref_out = _softmax_rows(dense_h["path"], 1 / math.sqrt(d), alibi) @ v
-    out = path_attention(q, k, v, w, beta, "path", _CHUNK, bias=alibi)
-    chunked["path_attention"] = float(np.abs(out - ref_out).max())
-    # (5) absolute frames for orthogonal steps: P_{j→i} = G_i G_jᵀ on both route conventions
-    for shift, route in enumerate(("from_source", "path")):
-        G = frame_prefix(steps, route)
-        err[f"frames_{route}"] = max(
-            float(np.abs(G[i] @ G[j].T - _dense_route(steps, j, i, shift)).max())
-            for i, j in zip(*low, strict=True)
-        )
-        err[f"orthogonal_scores_{route}"] = float(
-            np.abs(orthogonal_scores(q, k, steps, route) - _dense_scores(q, k, steps, shift))[
-                low
-            ].max()
-        )
-    scale = float(np.max(np.linalg.norm(q, axis=1)) * np.max(np.linalg.norm(k, axis=1)))
-    return err, {"scale": scale, "chunked": chunked}
-
-
 _TORCH_SCHEMES = ("rope", "random_qk", "random_qkv", "learned_qk", "learned_qkv", "path")
-
-
-def _torch_identities(seed: int, n: int, H: int, d: int) -> tuple[dict, float]:
-    """Errors of the torch schemes' hooks against dense route products (float64)."""
-    import torch
-
-    from posflow.simulate.models import lm  # registers the schemes
-    from posflow.simulate.models._scheme import SCHEMES
-
-    gen = torch.Generator().manual_seed(seed)
-
-    def randn(*shape):
-        return torch.randn(*shape, generator=gen, dtype=torch.float64)
-
-    q, k, v = randn(1, H, n, d), randn(1, H, n, d), randn(1, H, n, d)
-    x = randn(1, n, H * d)
-    idx = torch.randint(0, 256, (1, n), generator=gen)
-    low = np.tril_indices(n)
-    future = torch.ones(n, n, dtype=torch.bool).triu(1)
-
-    def run(scheme):
-        """The hooks in lm.Attention's order; returns (angles, scores, weights, output)."""
-        qr, kr, vr = scheme.qkv(q, k, v, x)
-        s = scheme.scores(qr, kr, x)
-        att = torch.softmax((s / math.sqrt(d)).masked_fill(future, float("-inf")), dim=-1)
-        y = scheme.output(att @ vr, x)
-        return (t[0].detach().numpy() for t in (s, att, y))
-
-    def theta_of(scheme):
-        """The angles the scheme draws (eval mode: deterministic), (H, n, d/2), and V's."""
-        if scheme.name == "rope":
-            t = -np.broadcast_to(scheme.freq.numpy(), (H, n, d // 2))
-            return t, None
-        t = scheme.angles(x)
-        tv = scheme.value_angles(x, t) if scheme.rotate_v else None
-        t = np.broadcast_to(t.detach().numpy().reshape(-1, n, d // 2)[-H:], (H, n, d // 2))
-        if tv is not None:
-            tv = np.broadcast_to(tv.detach().numpy().reshape(-1, n, d // 2)[-H:], (H, n, d // 2))
-        return t, tv
-
-    err = {}
-    qn, kn, vn = q[0].numpy(), k[0].numpy(), v[0].numpy()
-    for name in _TORCH_SCHEMES:
-        opts = {"d_model": H * d} if name == "path" else {}
-        scheme = SCHEMES[name](H, d, 0, **opts).double().eval()
-        if name.startswith("learned"):
-            with torch.no_grad():
-                scheme.angle_emb.copy_(randn(*scheme.angle_emb.shape))
-            scheme.see_tokens(idx)
-        if name == "path":
-            s, _, _ = run(scheme)
-            w, beta = (t[0].detach().numpy() for t in scheme.steps(x))
-            e = 0.0
-            for h in range(H):
-                Hs = np.eye(d) - beta[h][:, None, None] * w[h][:, :, None] * w[h][:, None, :]
-                e = max(e, float(np.abs(s[h] - _dense_scores(qn[h], kn[h], Hs, 1))[low].max()))
-            err["torch_path_scores"] = e
-            continue
-        theta, theta_v = theta_of(scheme)
-        s, att, y = run(scheme)
-        e_s = e_o = 0.0
-        for h in range(H):
-            steps = _so2_dense(theta[h])
-            e_s = max(e_s, float(np.abs(s[h] - _dense_scores(qn[h], kn[h], steps))[low].max()))
-            steps_v = (
-                _so2_dense(theta_v[h])
-                if theta_v is not None
-                else np.broadcast_to(np.eye(d), (n, d, d))
-            )
-            e_o = max(e_o, float(np.abs(y[h] - _dense_values(att[h], vn[h], steps_v)).max()))
-        err[f"torch_{name}_scores"] = e_s
-        err[f"torch_{name}_output"] = e_o
-    # zero-initialised learned angles reproduce lm.RoPE's scores exactly
-    zero = SCHEMES["learned_qk"](H, d, 0).double().eval()
-    zero.see_tokens(idx)
-    s_zero, _, _ = run(zero)
-    s_rope, _, _ = run(lm.RoPE(H, d, 0))
-    err["torch_zero_init_learned_vs_rope"] = float(np.abs(s_zero - s_rope)[:, low[0], low[1]].max())
-    norms = np.linalg.norm(qn, axis=-1).max() * np.linalg.norm(kn, axis=-1).max()
-    return err, float(norms)
 
 
 _LABELS = {
@@ -323,6 +105,32 @@ def _label(key: str) -> str:
     return f"max |torch {name} {what} vs {ref}|"
 
 
+def _judged(backend: str, errors: dict, tol: float, why: str) -> tuple[list, list]:
+    """Each error held to the rounding bound ``tol``, and its table rows."""
+    ms = [
+        at_most(key, val, 0.0, fp_tol(tol, why), label=_label(key)) for key, val in errors.items()
+    ]
+    return ms, [[backend, key, val, tol] for key, val in errors.items()]
+
+
+def _torch_part(rng, n: int, H: int, d: int) -> tuple[list, list]:
+    """The torch schemes against dense route products, or undecided without torch."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - torch is a dependency of the LM
+        miss = undecided(
+            "torch_schemes",
+            float("nan"),
+            f"torch is not importable ({exc})",
+            label="torch schemes vs dense route products",
+        )
+        return [miss], []
+    from posflow.simulate.models.scheme_identities import torch_identity_errors
+
+    terr, scale = torch_identity_errors(int(rng.integers(2**31)), n, H, d, _TORCH_SCHEMES)
+    return _judged("torch", terr, *_fp(n, d, max(scale, 1.0)))
+
+
 @register(
     "AT18",
     "[B]",
@@ -335,49 +143,23 @@ def at18(ctx: Context) -> Evidence:
     """Claim AT18: the fast implementations, NumPy and torch, equal dense route products.
 
     NumPy (n = 40, d = 8; full n = 64): every fast path of :mod:`posflow.simulate.transport`
-    against :func:`_dense_route`, the chunked PaTH scores (both routes) and outputs with chunks of
-    C = 6 steps (n not a multiple of C) included. Torch (n = 24, H = 2, d_h = 8, float64, eval
-    mode): RoPE, random_qk/qkv, learned_qk/qkv with random angle embeddings, and path, through
-    the hooks ``qkv → scores → softmax → output`` of ``lm.Attention``, against dense route
-    products of the angles (or Householder steps) the scheme itself produced; learned_qk at zero
-    initialisation against lm.RoPE. Each error is held to a rounding bound computed from n, d
-    (and C) and ‖q‖‖k‖.
+    against :func:`posflow.simulate.identities.dense_route`, the chunked PaTH scores (both
+    routes) and outputs with chunks of C = 6 steps (n not a multiple of C) included. Torch
+    (n = 24, H = 2, d_h = 8, float64, eval mode): RoPE, random_qk/qkv, learned_qk/qkv with random
+    angle embeddings, and path, through the hooks ``qkv → scores → softmax → output`` of
+    ``lm.Attention``, against dense route products of the angles (or Householder steps) the
+    scheme itself produced; learned_qk at zero initialisation against lm.RoPE. Each error is held
+    to a rounding bound computed from n, d (and C) and ‖q‖‖k‖.
     """
     rng = claim_rng(ctx, 18)
     n, d = (64, 8) if ctx.full else (40, 8)
-    err, setup = _numpy_identities(rng, n, d)
-    tol_np, why_np = _fp(n, d, max(setup["scale"], 1.0))
-    ms = [
-        at_most(key, val, 0.0, fp_tol(tol_np, why_np), label=_label(key))
-        for key, val in err.items()
-    ]
-    rows = [["numpy", key, val, tol_np] for key, val in err.items()]
-    tol_c, why_c = _fp_chunked(n, d, _CHUNK, max(setup["scale"], 1.0))
-    ms += [
-        at_most(key, val, 0.0, fp_tol(tol_c, why_c), label=_label(key))
-        for key, val in setup["chunked"].items()
-    ]
-    rows += [["numpy", key, val, tol_c] for key, val in setup["chunked"].items()]
+    err, chunked, scale = numpy_identity_errors(rng, n, d, _CHUNK)
+    ms, rows = _judged("numpy", err, *_fp(n, d, max(scale, 1.0)))
+    more, more_rows = _judged("numpy", chunked, *_fp_chunked(n, d, _CHUNK, max(scale, 1.0)))
     n_t, H, d_t = 24, 2, 8
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - torch is a dependency of the LM
-        ms.append(
-            undecided(
-                "torch_schemes",
-                float("nan"),
-                f"torch is not importable ({exc})",
-                label="torch schemes vs dense route products",
-            )
-        )
-    else:
-        terr, scale = _torch_identities(int(rng.integers(2**31)), n_t, H, d_t)
-        tol_t, why_t = _fp(n_t, d_t, max(scale, 1.0))
-        ms += [
-            at_most(key, val, 0.0, fp_tol(tol_t, why_t), label=_label(key))
-            for key, val in terr.items()
-        ]
-        rows += [["torch", key, val, tol_t] for key, val in terr.items()]
+    torch_ms, torch_rows = _torch_part(rng, n_t, H, d_t)
+    ms += [*more, *torch_ms]
+    rows += [*more_rows, *torch_rows]
     ms.append(info("identities", len(rows)))
     return Evidence(
         ms,

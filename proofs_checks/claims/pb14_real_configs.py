@@ -11,16 +11,12 @@ import math
 
 import numpy as np
 
-from posflow.proofs_checks.claims.pb11_12_profiles import (
-    DEPTHS,
-    MARGINS,
-    U_END_MARGIN,
-    U_MIN_DEPTH,
-    is_u,
-    valley,
-)
 from posflow.proofs_checks.kit import (
     CHAIN,
+    U_DEPTHS,
+    U_END_MARGIN,
+    U_MARGINS,
+    U_MIN_DEPTH,
     Context,
     Evidence,
     Figure,
@@ -35,10 +31,12 @@ from posflow.proofs_checks.kit import (
     fp_tol,
     holds,
     info,
+    is_u,
     param_tol,
     register,
     reversed_layer_order,
     scaled_argument,
+    valley,
 )
 from posflow.simulate import measured
 from posflow.simulate.compare import mean_position, w1_normalised
@@ -125,17 +123,8 @@ def _b_profile(model, slopes=None):
     return influence(alibi_kernel(cfg.n, s), cfg.lambdas)
 
 
-@register(
-    "PB14",
-    "[A]",
-    "real-model predictions (falcon-rw-7b, mpt-7b, mpt-30b, bloom-7b1, "
-    "bloom; n = 256): (a) attention-only puts ≥ 1 − PB14_A_MAX_OFF on token 0; (b) "
-    "residual-aware profiles are U-shaped (a dip of relative depth ≥ U_MIN_DEPTH, argmin ≥ "
-    "U_END_MARGIN·(n−1) from both ends); (c) content moves mass toward recent tokens (on "
-    "fineweb-edu, dclm and wikipedia); min_i P_ii = ∏(1 − λ_t δ_t)",
-    assumptions=("released λ_t and content",),
-)
-def pb14(ctx: Context) -> Evidence:
+def _pb14_tols():
+    """The tolerances of PB14: stored probabilities, stored mean positions, (a), (b)."""
     p_tol = fp_tol(
         1e-10,
         "stored dense products vs the vector chain: each entry of a probability vector rounds "
@@ -158,54 +147,82 @@ def pb14(ctx: Context) -> Evidence:
         f"the U test of PB11: depth ≥ {U_MIN_DEPTH}, argmin ≥ {U_END_MARGIN}·(n−1) from both "
         "ends; table pb14_u_sensitivity varies both",
     )
+    return p_tol, mean_tol, a_tol, u_tol
+
+
+def _model_measurements(model, a, b, tols):
+    """(a), (b) and the diagonal bound of one model against its stored reference."""
+    p_tol, _, a_tol, u_tol = tols
+    ref = PB14_REFERENCE[model]
+    k, depth, _ = valley(b)
+    cfg = measured.config(model)
+    K = alibi_kernel(cfg.n, cfg.slopes)
+    logd = diagonal(K, cfg.lambdas, log=True)
+    log_bound = float(np.log1p(-cfg.lambdas * np.max(1 - K.diagonal())).sum())
+    return [
+        at_most(f"a_off_token0_{model}", float(a[1:].sum()), 0.0, a_tol,
+                label=f"(a) mass off token 0, {model}"),
+        close(f"a_p0_ref_{model}", float(a[0]), ref["a_p0"], p_tol,
+              label=f"(a) p(0) vs stored reference, {model}"),
+        holds(f"b_u_{model}", is_u(b), u_tol,
+              label=f"(b) U-shaped (argmin {k}, relative depth {depth:.3f}), {model}"),
+        close(f"b_p0_ref_{model}", float(b[0]), ref["b_p0"], p_tol,
+              label=f"(b) p(0) vs stored reference, {model}"),
+        close(f"b_plast_ref_{model}", float(b[-1]), ref["b_plast"], p_tol,
+              label=f"(b) p(n−1) vs stored reference, {model}"),
+        close(f"b_argmin_ref_{model}", k, ref["b_argmin"], exact_tol("an index"),
+              label=f"(b) argmin vs stored reference, {model}"),
+        info(f"b_argmin_{model}", k, label=f"(b) argmin, {model}"),
+        info(f"b_depth_{model}", depth, label=f"(b) relative dip depth, {model}"),
+        at_most(f"min_Pii_rel_err_{model}", float(abs(np.expm1(logd.min() - log_bound))),
+                0.0, fp_tol(1e-12, f"two sums of {cfg.num_layers} log1p terms, ≤ "
+                            f"2·{cfg.num_layers}·2.2e-16 = "
+                            f"{2 * cfg.num_layers * 2.2e-16:.1e} ≤ 1e-12"),
+                label=f"|min_i P_ii / ∏(1 − λ_t δ_t) − 1|, {model}"),
+    ]  # fmt: skip
+
+
+def _content_measurements(model, b, cs, tols, rows):
+    """(c) on each corpus of one model against its stored reference; appends the table rows."""
+    p_tol, mean_tol, _, _ = tols
+    mb, ms = mean_position(b), []
+    for ds, c in cs.items():
+        c0, cmean = PB14_REFERENCE[model]["c"][ds]
+        mc = mean_position(c)
+        ms += [
+            at_least(f"c_recency_{model}_{ds}", mc - mb, 0.0,
+                     label=f"(c) mean position − (b) mean position, {model}, {ds}",
+                     unit="positions"),
+            close(f"c_p0_ref_{model}_{ds}", float(c[0]), c0, p_tol,
+                  label=f"(c) p(0) vs stored reference, {model}, {ds}"),
+            close(f"c_mean_ref_{model}_{ds}", mc, cmean, mean_tol,
+                  label=f"(c) mean position vs stored reference, {model}, {ds}"),
+        ]  # fmt: skip
+        kc, dc, _ = valley(c)
+        rows.append([model, ds, float(c[0]), float(c[-1]), kc, dc, is_u(c), mc, mb])
+    return ms
+
+
+@register(
+    "PB14",
+    "[A]",
+    "real-model predictions (falcon-rw-7b, mpt-7b, mpt-30b, bloom-7b1, "
+    "bloom; n = 256): (a) attention-only puts ≥ 1 − PB14_A_MAX_OFF on token 0; (b) "
+    "residual-aware profiles are U-shaped (a dip of relative depth ≥ U_MIN_DEPTH, argmin ≥ "
+    "U_END_MARGIN·(n−1) from both ends); (c) content moves mass toward recent tokens (on "
+    "fineweb-edu, dclm and wikipedia); min_i P_ii = ∏(1 − λ_t δ_t)",
+    assumptions=("released λ_t and content",),
+)
+def pb14(ctx: Context) -> Evidence:
+    tols = _pb14_tols()
     ms, profiles, rows = [], {}, []
     for model in measured.models():
-        ref = PB14_REFERENCE[model]
         a = measured.profile(model, "attention_only")
         b = measured.profile(model, "residual")
         cs = {ds: measured.profile(model, "residual_content", ds) for ds in _corpora(ctx, model)}
         profiles[model] = (a, b, cs)
-        k, depth, _ = valley(b)
-        cfg = measured.config(model)
-        K = alibi_kernel(cfg.n, cfg.slopes)
-        logd = diagonal(K, cfg.lambdas, log=True)
-        log_bound = float(np.log1p(-cfg.lambdas * np.max(1 - K.diagonal())).sum())
-        mb = mean_position(b)
-        ms += [
-            at_most(f"a_off_token0_{model}", float(a[1:].sum()), 0.0, a_tol,
-                    label=f"(a) mass off token 0, {model}"),
-            close(f"a_p0_ref_{model}", float(a[0]), ref["a_p0"], p_tol,
-                  label=f"(a) p(0) vs stored reference, {model}"),
-            holds(f"b_u_{model}", is_u(b), u_tol,
-                  label=f"(b) U-shaped (argmin {k}, relative depth {depth:.3f}), {model}"),
-            close(f"b_p0_ref_{model}", float(b[0]), ref["b_p0"], p_tol,
-                  label=f"(b) p(0) vs stored reference, {model}"),
-            close(f"b_plast_ref_{model}", float(b[-1]), ref["b_plast"], p_tol,
-                  label=f"(b) p(n−1) vs stored reference, {model}"),
-            close(f"b_argmin_ref_{model}", k, ref["b_argmin"], exact_tol("an index"),
-                  label=f"(b) argmin vs stored reference, {model}"),
-            info(f"b_argmin_{model}", k, label=f"(b) argmin, {model}"),
-            info(f"b_depth_{model}", depth, label=f"(b) relative dip depth, {model}"),
-            at_most(f"min_Pii_rel_err_{model}", float(abs(np.expm1(logd.min() - log_bound))),
-                    0.0, fp_tol(1e-12, f"two sums of {cfg.num_layers} log1p terms, ≤ "
-                                f"2·{cfg.num_layers}·2.2e-16 = "
-                                f"{2 * cfg.num_layers * 2.2e-16:.1e} ≤ 1e-12"),
-                    label=f"|min_i P_ii / ∏(1 − λ_t δ_t) − 1|, {model}"),
-        ]  # fmt: skip
-        for ds, c in cs.items():
-            c0, cmean = ref["c"][ds]
-            mc = mean_position(c)
-            ms += [
-                at_least(f"c_recency_{model}_{ds}", mc - mb, 0.0,
-                         label=f"(c) mean position − (b) mean position, {model}, {ds}",
-                         unit="positions"),
-                close(f"c_p0_ref_{model}_{ds}", float(c[0]), c0, p_tol,
-                      label=f"(c) p(0) vs stored reference, {model}, {ds}"),
-                close(f"c_mean_ref_{model}_{ds}", mc, cmean, mean_tol,
-                      label=f"(c) mean position vs stored reference, {model}, {ds}"),
-            ]  # fmt: skip
-            kc, dc, _ = valley(c)
-            rows.append([model, ds, float(c[0]), float(c[-1]), kc, dc, is_u(c), mc, mb])
+        ms += _model_measurements(model, a, b, tols)
+        ms += _content_measurements(model, b, cs, tols, rows)
     conv_rows, conv = _slope_conventions(profiles)
     ms += conv
     ms.append(info("models", len(profiles)))
@@ -278,8 +295,8 @@ def _a_sensitivity(profiles) -> Table:
 
 def _u_sensitivity(profiles) -> Table:
     rows = []
-    for d in DEPTHS:
-        for mg in MARGINS:
+    for d in U_DEPTHS:
+        for mg in U_MARGINS:
             ok = [is_u(b, d, mg) for _, b, _ in profiles.values()]
             rows.append([d, mg, *ok, "HOLDS" if all(ok) else "FAILS"])
     return Table(

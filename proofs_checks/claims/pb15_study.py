@@ -1,4 +1,8 @@
-"""The stored SmolLM2 study inside PB15's evidence (issue 13, items 2–4): reported, not judged.
+"""PB15's tables and figures: the live models' evidence, and the stored SmolLM2 study beside it.
+
+:func:`model_tables` and :func:`model_figure` assemble what PB15 shows of each measured model
+(every profile against the measured influence with bootstrap intervals, W1(b) − W1(rival), λ_t);
+:func:`study_evidence` reads the stored study (issue 13, items 2–4), reported, not judged.
 
 ``docs/smollm2_study.py`` measures SmolLM2-135M on English windows at n = 128 … 1024 (N = 64
 sequences in G = 8 groups; :mod:`posflow.simulate.models.study`) and stores a summary as package
@@ -14,8 +18,43 @@ from __future__ import annotations
 import numpy as np
 
 from posflow.proofs_checks.kit import Figure, Panel, Series, Table, info
+from posflow.simulate.models.profiles import (
+    LABELS,
+    color,
+    line_style,
+    percentile_interval,
+)
 
-__all__ = ["SINKS_AND_ROLLOUT", "study_evidence"]
+__all__ = [
+    "KEYS",
+    "NULLS",
+    "PREDICTED",
+    "RIVALS",
+    "SINKS_AND_ROLLOUT",
+    "model_figure",
+    "model_tables",
+    "study_evidence",
+]
+
+# PB15's evidence keys of the predicted profiles -> their wording in PB15's labels and tables
+PREDICTED = {
+    "b": "(b) residual-aware, measured kernels",
+    "a": "(a) attention-only, measured kernels",
+    "b_param": "(c) residual-aware, [A]'s ALiBi + content kernels",
+    "a_param": "(a) attention-only, [A]'s ALiBi + content kernels",
+    "d": "(d) residual-aware, value-norm kernels (Kobayashi et al. 2020)",
+    "e": "(e) residual-aware, sink-aware kernels (ours: token 0's share kept in place)",
+}
+NULLS = {
+    "geometric": "geometric recency fitted to the measured mean position",
+    "linear": "linear ramp fitted to the measured mean position",
+    "uniform": "rollout with measured λ_t through uniform kernels",
+    "shuffled": "rollout with λ_t moved to other layers (derangement)",
+}
+RIVALS = ("a", *NULLS)  # what (b) must beat
+# PB15's evidence key -> the profile key of posflow.simulate.models.profiles
+KEYS = {"b": "b", "a": "a", "b_param": "c", "a_param": "a_c", "d": "d", "e": "e",
+        **{k: k for k in NULLS}}  # fmt: skip
 
 # item 4: how a sink bears on [A]'s rollout (printed in the evidence's setup and the README)
 SINKS_AND_ROLLOUT = (
@@ -47,22 +86,13 @@ def _sink_sentence(sink_rows, top: dict) -> str:
 
 
 _KEYS = ("a", "b", "c", "d", "e", "geometric", "linear", "uniform", "shuffled")
-_COLORS = {
-    "a": "#CC79A7",
-    "b": "residual",
-    "c": "residual_content",
-    "d": "#882255",
-    "e": "#D55E00",
-    "geometric": "#E69F00",
-    "linear": "#56B4E9",
-    "uniform": "#999999",
-    "shuffled": "#F0E442",
-}
 
 
 def study_evidence(store: dict) -> tuple[list, list, list, str]:
     """(measurements, tables, figures, setup text) of a stored study (see the module docstring)."""
-    from posflow.simulate.models.study import PROFILES, best_profile
+    from posflow.simulate.models.study import best_profile
+
+    PROFILES = LABELS
 
     runs = {int(k): v for k, v in store["runs"].items()}
     ns = sorted(runs)
@@ -102,10 +132,7 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
         j = np.arange(n)
         series = [Series("measured influence", j, r["profiles"]["measured"], color="measured")]
         series += [
-            Series(
-                PROFILES[k], j, r["profiles"][k], color=_COLORS[k],
-                style="-" if k in "abcde" else "--",
-            )
+            Series(PROFILES[k], j, r["profiles"][k], color=color(k), style=line_style(k))
             for k in _KEYS
         ]
         panels.append(
@@ -219,3 +246,84 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
         + _sink_sentence(sink_rows, top)
     )
     return ms, tables, figures, setup
+
+
+# ----------------------------------------------------------------------------------------------
+# the live models' tables and figure (bs: a Bootstrap keyed by PB15's evidence keys)
+
+
+def _what(k: str) -> str:
+    return PREDICTED.get(k, NULLS.get(k))
+
+
+def model_tables(tag, name, bs, level: float, B: int, family: int, alpha: float, diff_rows):
+    """PB15's three tables of one model: profiles, differences, λ_t (bootstrap intervals)."""
+    n = bs.measured.shape[1]
+    L = bs.lambdas.shape[1]
+    lam = bs.lambdas[0]
+    j = np.arange(n)
+    rows = [
+        [k, _what(k), float(bs.w1[k][0]), *percentile_interval(bs.w1[k], level),
+         float(bs.spearman[k][0]), *percentile_interval(bs.spearman[k], level),
+         float(bs.profiles[k][0] @ j)]
+        for k in (*PREDICTED, *NULLS)
+    ]  # fmt: skip
+    rows.append(["measured", "gradient influence", 0.0, 0.0, 0.0, 1.0, 1.0, 1.0,
+                 float(bs.measured[0] @ j)])  # fmt: skip
+    return [
+        Table(
+            f"{tag}.profiles",
+            f"{name}: every profile against the measured influence (bootstrap "
+            f"{100 * level:.3g}% intervals, B = {B})",
+            ["profile", "what", "W1/(n−1)", "lo", "hi", "Spearman ρ", "lo", "hi", "mean position"],
+            rows,
+        ),
+        Table(
+            f"{tag}.differences",
+            f"{name}: W1(b) − W1(rival), {100 * level:.3g}% intervals (Bonferroni over "
+            f"{family} comparisons, family-wise {100 * alpha:g}%)",
+            ["rival", "W1(b) − W1(rival)", "lo", "hi", "(b) beats it"],
+            diff_rows,
+        ),
+        Table(
+            f"{tag}.lambdas",
+            f"{name}: measured λ_t (mean over sequences, bootstrap interval)",
+            ["layer t", "λ_t", "lo", "hi"],
+            [[t, float(lam[t]), *percentile_interval(bs.lambdas[:, t], level)] for t in range(L)],
+        ),
+    ]
+
+
+def model_figure(tag: str, bs, level: float, diff_rows, note: str) -> Figure:
+    """PB15's figure of one model: the profiles, W1(b) − W1(rival) and λ_t, with intervals."""
+    n = bs.measured.shape[1]
+    j = np.arange(n)
+    lo, hi = np.quantile(bs.measured[1:], [(1 - level) / 2, (1 + level) / 2], axis=0)
+    series = [
+        Series(f"measured ({100 * level:.3g}% band)", j, bs.measured[0], "band", lo, hi,
+               color="measured"),
+        Series("measured", j, bs.measured[0], color="measured"),
+    ]  # fmt: skip
+    series += [
+        Series(k, j, bs.profiles[k][0], color=color(KEYS[k]), style=line_style(KEYS[k]))
+        for k in (*PREDICTED, *NULLS)
+    ]
+    d = np.array([[r[1], r[2], r[3]] for r in diff_rows])
+    x = np.arange(len(diff_rows))
+    L = bs.lambdas.shape[1]
+    lam_lo, lam_hi = np.quantile(bs.lambdas[1:], [(1 - level) / 2, (1 + level) / 2], axis=0)
+    rivals = ", ".join(f"{i} = {r[0]}" for i, r in enumerate(diff_rows))
+    err = [d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]]
+    diff = Series("W1(b) − W1(rival)", x, d[:, 0], "errorbar", yerr=err, color=color("b"))
+    err = [bs.lambdas[0] - lam_lo, lam_hi - bs.lambdas[0]]
+    lam = Series("λ_t", np.arange(L), bs.lambdas[0], "errorbar", yerr=err, color=color("b"))
+    title = "W1(b) − W1(rival): (b) beats a rival when the interval lies below 0; " + rivals
+    return Figure(
+        f"pb15_{tag}",
+        f"PB15, {note}",
+        [
+            Panel("influence profiles", "token position j", "p(j)", series, logy=True),
+            Panel(title, "rival", "W1 difference", [diff], hlines=[(0.0, "")]),
+            Panel("measured λ_t", "layer t", "λ_t", [lam], ylim=(0.0, 1.0)),
+        ],
+    )

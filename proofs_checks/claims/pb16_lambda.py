@@ -1,11 +1,13 @@
-"""Claims PB15 and PB16: measuring causal LMs (posflow's trained toy LM; SmolLM2 in --full).
+"""Claim PB16: λ_t as measured by the forward hooks equals a hand computation from the weights.
 
-PB15 (:mod:`posflow.proofs_checks.claims.pb15_measured_lm`) asks whether the residual-aware rollout
-predicts a measured model's gradient influence better than the attention-only rollout and a set
-of null profiles. PB16 is a convention of this code: λ_t as measured by the forward hooks equals
-a hand computation from the weights and lies in (0, 1).
+PB16 is a convention of this code: λ_t = per-token ‖a_t‖/(‖x_t‖ + ‖a_t‖), averaged over positions
+then sequences, as measured by :func:`posflow.simulate.models.measure.mixing_coefficients`, lies
+in (0, 1) and equals explicit matrix algebra on the weights (posflow's LM and GPT-2). The λ_t hook
+mutants are shared with PB15 (:mod:`posflow.proofs_checks.claims.pb15_measured_lm`), which
+measures through the same hook.
 
-torch is imported inside the checks; without it both return INCONCLUSIVE.
+torch is imported inside the check (``kit.optional_torch``, looked up at call time); without it
+the verdict is INCONCLUSIVE.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 
 import numpy as np
 
+from posflow.proofs_checks import kit
 from posflow.proofs_checks.kit import (
     Context,
     Evidence,
@@ -28,8 +31,6 @@ from posflow.proofs_checks.kit import (
     info,
     register,
 )
-from posflow.proofs_checks.kit import no_torch as _NO_TORCH
-from posflow.proofs_checks.kit import optional_torch as _torch
 
 __all__ = ["pb16"]
 
@@ -44,7 +45,7 @@ def _hand_posflow(model, ids, dtype=None):
     pre-LayerNorm, q, k, v, causal softmax of q kᵀ/√d − m_h (i − j), the output projection a_t,
     the per-token ratio ‖a_t‖/(‖x_t‖ + ‖a_t‖), its mean over positions, then over sequences.
     """
-    torch = _torch()
+    torch = kit.optional_torch()
     F = torch.nn.functional
     dt = torch.float64 if dtype is None else dtype
 
@@ -79,7 +80,7 @@ def _hand_gpt2(model, ids, dtype=None):
     """λ_t of a Hugging Face GPT-2 by hand: block inputs from output_hidden_states, a_t from
     the weights (Conv1D: h W + b, causal softmax of q kᵀ/√d, c_proj). ``dtype`` (default: the
     model's) is the precision of the model run and of the hand algebra."""
-    torch = _torch()
+    torch = kit.optional_torch()
     if dtype is not None and dtype != next(model.parameters()).dtype:
         import copy
 
@@ -110,7 +111,7 @@ def _pb16_models(ctx: Context, n: int) -> dict:
     projections are zero (a_t = 0 exactly)."""
     import copy
 
-    torch = _torch()
+    torch = kit.optional_torch()
     from posflow.simulate.models.lm import LM, LMConfig
     from posflow.simulate.models.train import cached_model
 
@@ -144,6 +145,46 @@ def _pb16_models(ctx: Context, n: int) -> dict:
     return models, silent
 
 
+def _model_measurements(name: str, model, ids, torch) -> tuple[list, list]:
+    """λ_t of one model by the hooks and by hand (float64, and float32 to size the rounding)."""
+    from posflow.simulate.models.measure import mixing_coefficients
+
+    hand_fn = _hand_gpt2 if "GPT-2" in name else _hand_posflow
+    lam, std = mixing_coefficients(model, ids)
+    hand = hand_fn(model, ids)
+    hand32 = hand_fn(model, ids, torch.float32)
+    err = float(np.abs(lam - hand).max())
+    sens = float(np.abs(hand32 - hand).max())
+    key = name.replace(" ", "_").replace("-", "").lower()
+    ms = [
+        holds(
+            f"{key}.in_open_unit_interval",
+            bool(((lam > 0) & (lam < 1)).all()),
+            label=f"{name}: every λ_t lies in (0, 1)",
+        ),
+        at_most(
+            f"{key}.max_error_vs_hand",
+            err,
+            0.0,
+            fp_tol(
+                sens,
+                f"both sides run in float64 and differ only by rounding, which scales with "
+                f"the unit roundoff: the same hand computation in float32 moves λ by "
+                f"{sens:.2g}, so float64 rounding is ≈ 2⁻²⁹ of that (≈ {sens * 2**-29:.1g});"
+                " the float32 gap is a generous bound on it",
+            ),
+            label=f"{name}: max_t |λ_t(hooks) − λ_t(hand)|",
+        ),
+        info(
+            f"{key}.float32_sensitivity",
+            sens,
+            label=f"{name}: max |λ(float32) − λ(float64)| of the hand computation",
+        ),
+    ]
+    rows = [[name, t, float(lam[t]), float(std[t]), float(hand[t])] for t in range(lam.size)]
+    return ms, rows
+
+
 @register(
     "PB16",
     "[convention]",
@@ -152,9 +193,9 @@ def _pb16_models(ctx: Context, n: int) -> dict:
     assumptions=("tiny models built from configs (posflow LM, Hugging Face GPT-2)",),
 )
 def pb16(ctx: Context) -> Evidence:
-    torch = _torch()
+    torch = kit.optional_torch()
     if torch is None:
-        return _NO_TORCH()
+        return kit.no_torch()
     from posflow.simulate.models.measure import mixing_coefficients
 
     rng = np.random.default_rng(ctx.seed + 16)
@@ -163,39 +204,9 @@ def pb16(ctx: Context) -> Evidence:
     ids = torch.from_numpy(rng.integers(0, 256, size=(count, n)))
     ms, rows = [], []
     for name, model in models.items():
-        hand_fn = _hand_gpt2 if "GPT-2" in name else _hand_posflow
-        lam, std = mixing_coefficients(model, ids)
-        hand = hand_fn(model, ids)
-        hand32 = hand_fn(model, ids, torch.float32)
-        err = float(np.abs(lam - hand).max())
-        sens = float(np.abs(hand32 - hand).max())
-        key = name.replace(" ", "_").replace("-", "").lower()
-        ms += [
-            holds(
-                f"{key}.in_open_unit_interval",
-                bool(((lam > 0) & (lam < 1)).all()),
-                label=f"{name}: every λ_t lies in (0, 1)",
-            ),
-            at_most(
-                f"{key}.max_error_vs_hand",
-                err,
-                0.0,
-                fp_tol(
-                    sens,
-                    f"both sides run in float64 and differ only by rounding, which scales with "
-                    f"the unit roundoff: the same hand computation in float32 moves λ by "
-                    f"{sens:.2g}, so float64 rounding is ≈ 2⁻²⁹ of that (≈ {sens * 2**-29:.1g});"
-                    " the float32 gap is a generous bound on it",
-                ),
-                label=f"{name}: max_t |λ_t(hooks) − λ_t(hand)|",
-            ),
-            info(
-                f"{key}.float32_sensitivity",
-                sens,
-                label=f"{name}: max |λ(float32) − λ(float64)| of the hand computation",
-            ),
-        ]
-        rows += [[name, t, float(lam[t]), float(std[t]), float(hand[t])] for t in range(lam.size)]
+        m, r = _model_measurements(name, model, ids, torch)
+        ms += m
+        rows += r
     quiet, _ = mixing_coefficients(silent, ids)
     ms.append(
         close(
@@ -247,7 +258,7 @@ def _norms_swapped(original):
 def _ratio_of_means(original):
     @functools.wraps(original)
     def attn_out(self, t, idx):
-        torch = _torch()
+        torch = kit.optional_torch()
 
         def hook(mod, args, out):
             a = (out if idx is None else out[idx]).detach().double()

@@ -160,6 +160,46 @@ def _dip(curve):
     ),
 )
 def pb17(ctx: Context) -> Evidence:
+    missing = _missing_model()
+    if missing is not None:
+        return missing
+    from posflow.simulate.models.study import PROFILES
+
+    cfg = FULL if ctx.full else QUICK
+    best, why_best = _judged_profile()
+    best_label = PROFILES[best]
+    t0 = time.perf_counter()
+    model, tok = _model()
+    load_s = time.perf_counter() - t0
+    res = {K: _one_k(model, tok, K, cfg, ctx.seed, best) for K in cfg["Ks"]}
+    ms = [info("best_profile", f"{best}: {best_label}", label=f"judged profile: {why_best}")]
+    sens, curve_rows, panels, rho_rows = [], [], [], []
+    for K, r in res.items():
+        lp, acc = r["logprob"], r["accuracy"]
+        k, interior, depth, sep = _dip(lp)
+        ms += _k_measurements(K, r, k, interior, depth, sep)
+        for key, (_, rho_k, lo_k, hi_k, _) in r["rhos"].items():
+            rho_rows.append([K, key, PROFILES[key], rho_k, lo_k, hi_k, key == best])
+        for d in DEPTH_GRID:
+            sens.append([d, K, depth, depth >= d, bool(interior and depth >= d and sep >= 0)])
+        for j in range(K):
+            curve_rows.append([K, j, lp.mean[j], lp.lo[j], lp.hi[j], acc.mean[j], acc.lo[j],
+                               acc.hi[j], r["profile"][j]])  # fmt: skip
+        panels += _k_panels(K, r, best, PROFILES)
+    task0 = next(iter(res.values()))["task"]
+    ms.append(info("load_seconds", load_s, unit="s"))
+    return Evidence(
+        ms,
+        figures=[Figure("PB17_lost_in_the_middle",
+                        f"PB17: key–value retrieval on {MODEL}, measured vs profile {best}",
+                        panels)],
+        tables=_tables_pb17(sens, rho_rows, curve_rows),
+        setup=_setup_pb17(cfg, task0, best, best_label, why_best),
+    )  # fmt: skip
+
+
+def _missing_model():
+    """The INCONCLUSIVE evidence when torch, transformers or the model is missing, else None."""
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
@@ -170,95 +210,111 @@ def pb17(ctx: Context) -> Evidence:
             [undecided("model_available", False, f"{MODEL} is not installed; {INSTALL}")],
             setup=f"PB17 measures {MODEL}; install it with: {INSTALL}",
         )
-    from posflow.simulate.models.study import PROFILES, best_profile, stored_study
+    return None
 
-    cfg = FULL if ctx.full else QUICK
+
+def _judged_profile():
+    """The profile judged (chosen before the task is run) and why: the stored study's best."""
+    from posflow.simulate.models.study import best_profile, stored_study
+
     store = stored_study()
     if store is None or not store.get("runs"):
-        best, why_best = "b", "no stored SmolLM2 study (docs/smollm2_study.py): rollout (b)"
-    else:
-        best, mean_w1 = best_profile(store)
-        why_best = (
-            f"least W1/(n−1) averaged over the stored study's lengths n = "
-            f"{', '.join(sorted(store['runs'], key=int))} (English text; "
-            + ", ".join(f"{k} {v:.3f}" for k, v in mean_w1.items())
-            + ")"
-        )
-    best_label = PROFILES[best]
-    t0 = time.perf_counter()
-    model, tok = _model()
-    load_s = time.perf_counter() - t0
-    res = {K: _one_k(model, tok, K, cfg, ctx.seed, best) for K in cfg["Ks"]}
-    ms, sens, curve_rows, panels, rho_rows = [], [], [], [], []
-    ms.append(info("best_profile", f"{best}: {best_label}", label=f"judged profile: {why_best}"))
-    depth_reason = (
-        f"δ = {DIP_DEPTH} nats: a dip must be at least δ below the lower end of the curve "
-        "(a modelling cut-off for 'a dip'); table dip_depth_sensitivity gives the verdict at "
-        f"δ ∈ {DEPTH_GRID}"
+        return "b", "no stored SmolLM2 study (docs/smollm2_study.py): rollout (b)"
+    best, mean_w1 = best_profile(store)
+    why_best = (
+        f"least W1/(n−1) averaged over the stored study's lengths n = "
+        f"{', '.join(sorted(store['runs'], key=int))} (English text; "
+        + ", ".join(f"{k} {v:.3f}" for k, v in mean_w1.items())
+        + ")"
     )
-    for K, r in res.items():
-        lp, acc = r["logprob"], r["accuracy"]
-        k, interior, depth, sep = _dip(lp)
-        C = r["task"].num_contexts
-        ms += [
-            holds(f"dip_interior_K{K}", interior,
-                  label=f"K = {K}: the minimum of the mean log-prob (at k = {k}) is interior"),
-            at_least(f"dip_depth_K{K}", depth, DIP_DEPTH, param_tol("dip_depth", 0.0, depth_reason),
-                     unit="nats", label=f"K = {K}: min(mean[0], mean[K−1]) − mean[k_min]"),
-            at_least(f"dip_separation_K{K}", sep, 0.0, unit="nats",
-                     label=f"K = {K}: min of the ends' lower {CONFIDENCE:.0%} bounds − the "
-                     "minimum's upper bound (percentile bootstrap over contexts)"),
-            at_least(f"spearman_K{K}", r["rho"], 0.0,
-                     label=f"K = {K}: Spearman ρ(mean log-prob, predicted per-line profile)"),
-            at_least(f"spearman_lo_K{K}", r["rho_lo"], 0.0,
-                     label=f"K = {K}: lower {CONFIDENCE:.0%} bootstrap bound of ρ"),
-            holds(f"positions_labelled_K{K}", r["labels_ok"], role="control",
-                  label=f"K = {K}: the query of position k repeats line k's key (all prompts)"),
-            at_most(f"logprob_vs_direct_K{K}", r["direct_err"], 0.0,
-                    fp_tol(LOGPROB_TOL, "float32 logits (|z| ≲ 30) of a cached-prefix and a "
-                           "full forward pass differ by ≲ 1e-5 each after 30 layers; 3 value "
-                           "tokens and the log-softmax: ≲ 1e-4 ≤ 1e-3"),
-                    role="control", unit="nats",
-                    label=f"K = {K}: max |teacher-forced log-prob − direct forward pass with "
-                    f"torch.log_softmax| ({min(CONTROL_PROMPTS, C)} prompts)"),
-            info(f"spearman_hi_K{K}", r["rho_hi"],
-                 label=f"K = {K}: upper {CONFIDENCE:.0%} bootstrap bound of ρ"),
-            info(f"argmin_K{K}", k, label=f"K = {K}: position of the minimum"),
-            info(f"mean_logprob_K{K}", float(lp.mean.mean()), unit="nats",
-                 label=f"K = {K}: mean log-prob over positions"),
-            info(f"accuracy_K{K}", float(acc.mean.mean()),
-                 label=f"K = {K}: exact-match accuracy over positions"),
-            info(f"seconds_K{K}", r["seconds"], unit="s"),
-        ]  # fmt: skip
-        for key, (_, rho_k, lo_k, hi_k, _) in r["rhos"].items():
-            rho_rows.append([K, key, PROFILES[key], rho_k, lo_k, hi_k, key == best])
-        for d in DEPTH_GRID:
-            sens.append([d, K, depth, depth >= d, bool(interior and depth >= d and sep >= 0)])
-        for j in range(K):
-            curve_rows.append([K, j, lp.mean[j], lp.lo[j], lp.hi[j], acc.mean[j], acc.lo[j],
-                               acc.hi[j], r["profile"][j]])  # fmt: skip
-        x = list(range(K))
-        prof = r["profile"] / r["profile"].sum()
-        panels += [
-            Panel(f"measured, K = {K} ({C} prompts per position)", "key position k",
-                  "log p(value) [nats]",
-                  [Series(f"{CONFIDENCE:.0%} bootstrap band", x, lp.mean, kind="band",
-                          lo=lp.lo, hi=lp.hi, color="measured"),
-                   Series("mean log-prob", x, lp.mean, kind="line", color="measured")]),
-            Panel(f"exact match, K = {K}", "key position k", "accuracy",
-                  [Series(f"{CONFIDENCE:.0%} bootstrap band", x, acc.mean, kind="band",
-                          lo=acc.lo, hi=acc.hi, color="measured"),
-                   Series("accuracy", x, acc.mean, kind="markers", color="measured")],
-                  ylim=(0, 1)),
-            Panel(f"predicted ({best}), K = {K}, ρ = {r['rho']:.2f}", "key position k",
-                  r"$\sum_{j \in \mathrm{line}\ k}\, p(j)$, normalised",
-                  [Series(best_label, x, prof, color="residual")]
-                  + [Series(PROFILES[k], x, v[0] / v[0].sum(), style="--")
-                     for k, v in r["rhos"].items() if k != best]),
-        ]  # fmt: skip
-    task0 = next(iter(res.values()))["task"]
-    ms.append(info("load_seconds", load_s, unit="s"))
-    setup = (
+    return best, why_best
+
+
+_DEPTH_REASON = (
+    f"δ = {DIP_DEPTH} nats: a dip must be at least δ below the lower end of the curve "
+    "(a modelling cut-off for 'a dip'); table dip_depth_sensitivity gives the verdict at "
+    f"δ ∈ {DEPTH_GRID}"
+)
+
+
+def _k_measurements(K, r, k, interior, depth, sep):
+    """The comparisons, controls and reported numbers of one K."""
+    lp, acc = r["logprob"], r["accuracy"]
+    C = r["task"].num_contexts
+    return [
+        holds(f"dip_interior_K{K}", interior,
+              label=f"K = {K}: the minimum of the mean log-prob (at k = {k}) is interior"),
+        at_least(f"dip_depth_K{K}", depth, DIP_DEPTH, param_tol("dip_depth", 0.0, _DEPTH_REASON),
+                 unit="nats", label=f"K = {K}: min(mean[0], mean[K−1]) − mean[k_min]"),
+        at_least(f"dip_separation_K{K}", sep, 0.0, unit="nats",
+                 label=f"K = {K}: min of the ends' lower {CONFIDENCE:.0%} bounds − the "
+                 "minimum's upper bound (percentile bootstrap over contexts)"),
+        at_least(f"spearman_K{K}", r["rho"], 0.0,
+                 label=f"K = {K}: Spearman ρ(mean log-prob, predicted per-line profile)"),
+        at_least(f"spearman_lo_K{K}", r["rho_lo"], 0.0,
+                 label=f"K = {K}: lower {CONFIDENCE:.0%} bootstrap bound of ρ"),
+        holds(f"positions_labelled_K{K}", r["labels_ok"], role="control",
+              label=f"K = {K}: the query of position k repeats line k's key (all prompts)"),
+        at_most(f"logprob_vs_direct_K{K}", r["direct_err"], 0.0,
+                fp_tol(LOGPROB_TOL, "float32 logits (|z| ≲ 30) of a cached-prefix and a "
+                       "full forward pass differ by ≲ 1e-5 each after 30 layers; 3 value "
+                       "tokens and the log-softmax: ≲ 1e-4 ≤ 1e-3"),
+                role="control", unit="nats",
+                label=f"K = {K}: max |teacher-forced log-prob − direct forward pass with "
+                f"torch.log_softmax| ({min(CONTROL_PROMPTS, C)} prompts)"),
+        info(f"spearman_hi_K{K}", r["rho_hi"],
+             label=f"K = {K}: upper {CONFIDENCE:.0%} bootstrap bound of ρ"),
+        info(f"argmin_K{K}", k, label=f"K = {K}: position of the minimum"),
+        info(f"mean_logprob_K{K}", float(lp.mean.mean()), unit="nats",
+             label=f"K = {K}: mean log-prob over positions"),
+        info(f"accuracy_K{K}", float(acc.mean.mean()),
+             label=f"K = {K}: exact-match accuracy over positions"),
+        info(f"seconds_K{K}", r["seconds"], unit="s"),
+    ]  # fmt: skip
+
+
+def _k_panels(K, r, best, profiles):
+    """The three panels of one K: measured log-prob, exact match, predicted profiles."""
+    lp, acc = r["logprob"], r["accuracy"]
+    C = r["task"].num_contexts
+    x = list(range(K))
+    prof = r["profile"] / r["profile"].sum()
+    return [
+        Panel(f"measured, K = {K} ({C} prompts per position)", "key position k",
+              "log p(value) [nats]",
+              [Series(f"{CONFIDENCE:.0%} bootstrap band", x, lp.mean, kind="band",
+                      lo=lp.lo, hi=lp.hi, color="measured"),
+               Series("mean log-prob", x, lp.mean, kind="line", color="measured")]),
+        Panel(f"exact match, K = {K}", "key position k", "accuracy",
+              [Series(f"{CONFIDENCE:.0%} bootstrap band", x, acc.mean, kind="band",
+                      lo=acc.lo, hi=acc.hi, color="measured"),
+               Series("accuracy", x, acc.mean, kind="markers", color="measured")],
+              ylim=(0, 1)),
+        Panel(f"predicted ({best}), K = {K}, ρ = {r['rho']:.2f}", "key position k",
+              r"$\sum_{j \in \mathrm{line}\ k}\, p(j)$, normalised",
+              [Series(profiles[best], x, prof, color="residual")]
+              + [Series(profiles[k], x, v[0] / v[0].sum(), style="--")
+                 for k, v in r["rhos"].items() if k != best]),
+    ]  # fmt: skip
+
+
+def _tables_pb17(sens, rho_rows, curve_rows):
+    return [
+        Table("dip_depth_sensitivity", "dip verdict at other depth thresholds δ",
+              ["delta_nats", "K", "depth_nats", "depth_passes", "dip_passes"], sens,
+              note="dip_passes: interior minimum, depth ≥ δ and the bootstrap separation ≥ 0"),
+        Table("spearman_by_profile",
+              f"Spearman ρ of the mean log-prob curve with each predicted per-line profile "
+              f"({CONFIDENCE:.0%} bootstrap over contexts)",
+              ["K", "profile", "what", "rho", "lo", "hi", "judged"], rho_rows),
+        Table("position_curves", "per-position curves",
+              ["K", "k", "logprob_mean", "logprob_lo", "logprob_hi", "accuracy",
+               "accuracy_lo", "accuracy_hi", "predicted_line_mass"], curve_rows),
+    ]  # fmt: skip
+
+
+def _setup_pb17(cfg, task0, best, best_label, why_best):
+    return (
         f"{MODEL} (float32, eager attention); K ∈ {cfg['Ks']}, {cfg['contexts']} random contexts "
         f"(seeded), each queried at every position, so {cfg['contexts']} prompts per position; "
         f"keys one-token words, values 3-digit numbers (3 tokens); a line is "
@@ -272,25 +328,6 @@ def pb17(ctx: Context) -> Evidence:
         "fixed in the bootstrap of ρ. The other profiles' ρ are reported in table "
         "spearman_by_profile, not judged."
     )
-    return Evidence(
-        ms,
-        figures=[Figure("PB17_lost_in_the_middle",
-                        f"PB17: key–value retrieval on {MODEL}, measured vs profile {best}",
-                        panels)],
-        tables=[
-            Table("dip_depth_sensitivity", "dip verdict at other depth thresholds δ",
-                  ["delta_nats", "K", "depth_nats", "depth_passes", "dip_passes"], sens,
-                  note="dip_passes: interior minimum, depth ≥ δ and the bootstrap separation ≥ 0"),
-            Table("spearman_by_profile",
-                  f"Spearman ρ of the mean log-prob curve with each predicted per-line profile "
-                  f"({CONFIDENCE:.0%} bootstrap over contexts)",
-                  ["K", "profile", "what", "rho", "lo", "hi", "judged"], rho_rows),
-            Table("position_curves", "per-position curves",
-                  ["K", "k", "logprob_mean", "logprob_lo", "logprob_hi", "accuracy",
-                   "accuracy_lo", "accuracy_hi", "predicted_line_mass"], curve_rows),
-        ],
-        setup=setup,
-    )  # fmt: skip
 
 
 # -- mutants ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 from scipy import integrate, stats
 
@@ -49,6 +50,18 @@ __all__ = ["pb18"]
 
 LAM = 2.0  # Λ = Σ_t λ_t
 RATE_REL_TOL = 0.01  # named parameter: relative slack of the first-order rate (sensitivity table)
+_GRID = np.linspace(0.05, 0.95, 19)  # x at which the CDF of j/(n−1) meets the law of X
+_TOL_RATE = param_tol(
+    "RATE_REL_TOL",
+    RATE_REL_TOL,
+    "relative slack for the first-order rate at the smallest max λ: the neglected terms are "
+    "O(max λ) relative (second order of ln ∏(1 − λ u)); sensitivity table below",
+)
+_FP_LIMIT = fp_tol(
+    1e-12,
+    "mpmath closed form exact to float64 (n + 40 digits); quad requested to 1e-14 absolute "
+    "per entry; binomial weights in float64 ≤ n·ε relative",
+)
 
 
 def _law_cdf(x: np.ndarray, Lam: float) -> np.ndarray:
@@ -89,40 +102,18 @@ def pb18(ctx: Context) -> Evidence:
     p_quad = th.continuum_profile_quadrature(n, LAM)
     d = th.continuum_correction(n, LAM)
     c = float(np.abs(np.cumsum(d)).sum() / (n - 1))  # first-order W1/(n−1) per unit max λ
-    K = uniform_kernel(n)
-    ml = np.array([LAM / T for T in Ts])
-    profiles = [influence(K, constant(LAM / T, T)) for T in Ts]
-    w1 = np.array([w1_normalised(pT, p_inf) for pT in profiles])
-    mass = max(abs(float(pT.sum()) - 1) for pT in profiles)
-    slope, _, _, _, se = stats.linregress(np.log(ml), np.log(w1))
-    q = stats.t.ppf(0.975, len(Ts) - 2)
-    e_last = math.log(w1[-2] / w1[-1]) / math.log(ml[-2] / ml[-1])
-    ratio = w1[-1] / ml[-1]
+    ml, profiles, w1, mass = _rollouts(n, Ts, p_inf)
+    slope, half, e_last, ratio = _rate_fit(ml, w1)
     # n → ∞ of the limit: CDF distance of j/(n−1) to the law of X at two n
-    grid = np.linspace(0.05, 0.95, 19)
     n_big = 256 if ctx.full else 128
-    dist_small = _cdf_distance(p_inf, LAM, grid)
-    dist_big = _cdf_distance(th.continuum_profile(n_big, LAM), LAM, grid)
-
-    sens = [[t, bool(abs(ratio / c - 1) <= t), bool(abs(e_last - 1) <= t)]
-            for t in (0.001, 0.003, 0.01, 0.03, 0.1)]  # fmt: skip
-    tol_rate = param_tol(
-        "RATE_REL_TOL",
-        RATE_REL_TOL,
-        "relative slack for the first-order rate at the smallest max λ: the neglected terms are "
-        "O(max λ) relative (second order of ln ∏(1 − λ u)); sensitivity table below",
-    )
-    fp_limit = fp_tol(
-        1e-12,
-        "mpmath closed form exact to float64 (n + 40 digits); quad requested to 1e-14 absolute "
-        "per entry; binomial weights in float64 ≤ n·ε relative",
-    )
+    dist_small = _cdf_distance(p_inf, LAM, _GRID)
+    dist_big = _cdf_distance(th.continuum_profile(n_big, LAM), LAM, _GRID)
     ms = [
         holds("sympy_discrete_limit", der["discrete_limit"] == 0,
               label="sympy: lim_T (1 − Λu/T)^T − e^{−Λu} = 0"),
         holds("sympy_compound_poisson", der["compound_poisson"] == 0,
               label="sympy: Σ_K Poisson(K; Λ)(1+k)^{−K} − e^{−Λk/(k+1)} = 0"),
-        at_most("closed_form_vs_quadrature", float(np.abs(p_inf - p_quad).max()), 0.0, fp_limit,
+        at_most("closed_form_vs_quadrature", float(np.abs(p_inf - p_quad).max()), 0.0, _FP_LIMIT,
                 label="max_j |p∞ (closed form) − p∞ (quadrature over G)|"),
         at_most("limit_mass_error", abs(float(p_inf.sum()) - 1), 0.0,
                 fp_tol(1e-13, "n float64 entries each exact to ε: n·ε ≤ 3e-14"),
@@ -132,20 +123,52 @@ def pb18(ctx: Context) -> Evidence:
                 label="max_T |Σ_j p_T(j) − 1| (float rollout)"),
         holds("w1_decreasing", bool(np.all(np.diff(w1) < 0)),
               label="W1(p_T, p∞) decreases as max λ halves"),
-        close("first_order_rate", float(ratio), c, tol_rate, rel=True,
+        close("first_order_rate", float(ratio), c, _TOL_RATE, rel=True,
               label=f"W1/(n−1)/max λ at max λ = {ml[-1]:.3g} vs first-order c"),
-        close("local_exponent", float(e_last), 1.0, tol_rate,
+        close("local_exponent", float(e_last), 1.0, _TOL_RATE,
               label="exponent of W1 in max λ between the two smallest max λ"),
         at_most("n_limit_cdf_distance_shrinks", dist_big, dist_small,
                 label=f"sup CDF distance of j/(n−1) to the law of X: n = {n_big} ≤ n = {n}"),
         info("fitted_exponent", float(slope), label="OLS exponent of W1 in max λ (all T)"),
-        info("fitted_exponent_ci95_halfwidth", float(q * se),
+        info("fitted_exponent_ci95_halfwidth", float(half),
              label="its 95 % t-interval half-width (curvature of the O(max λ) bias)"),
         info("first_order_constant_c", c),
         info("cdf_distance_small_n", dist_small),
         info("cdf_distance_large_n", dist_big),
         info("Lambda", LAM),
     ]  # fmt: skip
+    return Evidence(
+        ms,
+        figures=[_figure_pb18(n, n_big, Ts, profiles, p_inf, ml, w1, c)],
+        tables=_tables_pb18(n, Ts, ml, w1, c, ratio, e_last),
+        setup=f"uniform kernel n = {n}, λ_t = Λ/T constant, Λ = {LAM}, T = {Ts[0]}…{Ts[-1]} "
+        f"(max λ halving); closed form by mpmath, quadrature by scipy; n → ∞ at n = {n_big}.",
+    )
+
+
+def _rollouts(n, Ts, p_inf):
+    """The float rollouts p_T of the uniform kernel with λ_t = Λ/T: max λ, the profiles, their
+    W1/(n−1) to the limit and the worst |Σ_j p_T(j) − 1|."""
+    K = uniform_kernel(n)
+    ml = np.array([LAM / T for T in Ts])
+    profiles = [influence(K, constant(LAM / T, T)) for T in Ts]
+    w1 = np.array([w1_normalised(pT, p_inf) for pT in profiles])
+    mass = max(abs(float(pT.sum()) - 1) for pT in profiles)
+    return ml, profiles, w1, mass
+
+
+def _rate_fit(ml, w1):
+    """The OLS exponent of W1 in max λ with its 95 % t half-width, the local exponent between
+    the two smallest max λ, and W1/max λ at the smallest."""
+    slope, _, _, _, se = stats.linregress(np.log(ml), np.log(w1))
+    q = stats.t.ppf(0.975, len(ml) - 2)
+    e_last = math.log(w1[-2] / w1[-1]) / math.log(ml[-2] / ml[-1])
+    return slope, q * se, e_last, w1[-1] / ml[-1]
+
+
+def _tables_pb18(n, Ts, ml, w1, c, ratio, e_last):
+    sens = [[t, bool(abs(ratio / c - 1) <= t), bool(abs(e_last - 1) <= t)]
+            for t in (0.001, 0.003, 0.01, 0.03, 0.1)]  # fmt: skip
     table = Table(
         "rate",
         f"W1(p_T, p∞)/(n−1) against max λ = Λ/T (n = {n}, Λ = {LAM})",
@@ -158,8 +181,13 @@ def pb18(ctx: Context) -> Evidence:
         ["RATE_REL_TOL", "first-order rate passes", "local exponent passes"],
         sens,
     )
+    return [table, sens_t]
+
+
+def _figure_pb18(n, n_big, Ts, profiles, p_inf, ml, w1, c):
     j = list(range(n))
-    fig = Figure(
+    grid = _GRID
+    return Figure(
         "continuum",
         f"PB18: continuous-depth limit, uniform kernel, n = {n}, Λ = {LAM}",
         [
@@ -179,24 +207,13 @@ def pb18(ctx: Context) -> Evidence:
                           color="exact")]),
         ],
     )  # fmt: skip
-    return Evidence(
-        ms,
-        figures=[fig],
-        tables=[table, sens_t],
-        setup=f"uniform kernel n = {n}, λ_t = Λ/T constant, Λ = {LAM}, T = {Ts[0]}…{Ts[-1]} "
-        f"(max λ halving); closed form by mpmath, quadrature by scipy; n → ∞ at n = {n_big}.",
-    )
 
 
 def _moment_shape_off_by_one(original):
     def profile(n, Lam):
-        import mpmath
-
-        from posflow.theory import _continuum as C
-
-        n, Lam = C._check(n, Lam)
+        n, Lam = int(n), float(Lam)
         L = mpmath.mpf(Lam)
-        return C._profile_from(lambda kk: mpmath.exp(-L * kk / (kk + 2)), n, n + 40)
+        return th.profile_from_moments(lambda kk: mpmath.exp(-L * kk / (kk + 2)), n, n + 40)
 
     return profile
 

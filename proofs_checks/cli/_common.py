@@ -234,7 +234,7 @@ def export_target(arg: str, path, suffix: str = ".py") -> tuple[Path, bool]:
 
 def add_threads_option(parser) -> None:
     """``--threads N`` (an integer >= 1; default: the free cores), applied with
-    :func:`posflow.simulate._threads.set_threads` to torch, BLAS and numba alike."""
+    :func:`posflow.simulate.runtime.set_threads` to torch, BLAS and numba alike."""
     parser.add_argument(
         "--threads",
         type=integer(1),
@@ -245,8 +245,8 @@ def add_threads_option(parser) -> None:
 
 def read_text_file(arg: str, path, max_bytes: int) -> str:
     """The UTF-8 text of file ``path`` (option ``arg``), refused above ``max_bytes``
-    (:func:`posflow.simulate._validate.read_text`, as a usage error)."""
-    from posflow.simulate._validate import read_text
+    (:func:`posflow.simulate.runtime.read_text`, as a usage error)."""
+    from posflow.simulate.runtime import read_text
 
     try:
         return read_text(path, arg, max_bytes)
@@ -278,10 +278,10 @@ def _gib(nbytes: float) -> str:
 
 def ensure_memory(arg: str, nbytes: float, what: str) -> None:
     """Refuse (naming ``arg``) work that would hold ``nbytes`` at once, more than 80% of the
-    memory available now (:func:`posflow.simulate._validate.available_memory`)."""
-    from posflow.simulate import _validate
+    memory available now (:func:`posflow.simulate.runtime.available_memory`)."""
+    from posflow.simulate import runtime
 
-    avail = _validate.available_memory()
+    avail = runtime.available_memory()
     if not nbytes <= 0.8 * avail:
         raise UsageError(
             f"{arg}: {what} would need about {_gib(nbytes)} but only {_gib(avail)} of memory "

@@ -60,7 +60,7 @@ def _print_table(st) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from posflow.proofs_checks.claims.at20_trained import ratio_summary
+    from posflow.simulate.models.seed_store import ratio_summary
 
     summ = ratio_summary(st)
     L0, lengths = st.train_len, st.lengths
@@ -112,7 +112,7 @@ def _print_judge(store) -> str:
 
 def _rows(st) -> list[dict]:
     """One JSON row per (scheme, length): seed-mean ratio and PPL with the intervals."""
-    from posflow.proofs_checks.claims.at20_trained import ratio_summary
+    from posflow.simulate.models.seed_store import ratio_summary
 
     out = []
     for s, d in ratio_summary(st).items():
@@ -135,7 +135,7 @@ def _store(args) -> Path:
             raise UsageError(f"--store {args.store!r} is a file, not a folder")
         return store
     if args.store is None:
-        from posflow.simulate._paths import user_cache_dir
+        from posflow.simulate.runtime import user_cache_dir
 
         return output_dir("--store (the per-user cache)", user_cache_dir() / "extrapolation_v2")
     return output_dir("--store", args.store)
@@ -153,7 +153,7 @@ def _part(text):
 
 def cmd_extrapolate(args) -> int:
     """Run (or read) a multi-seed train-short/test-long comparison; returns the exit code."""
-    from posflow.proofs_checks.claims.at20_trained import plot_extrapolation
+    from posflow.proofs_checks.claims.at20_figures import plot_extrapolation
     from posflow.simulate.models.seed_store import load_seed_store
 
     if args.judge and not args.results:
@@ -168,9 +168,9 @@ def cmd_extrapolate(args) -> int:
         if not _torch_available():
             raise UsageError(NEEDS_TORCH)
         device = torch_device("--device", args.device or "cpu")
-        from posflow.simulate._threads import set_threads
         from posflow.simulate.models.bpe import BPEConfig
         from posflow.simulate.models.extrapolate_seeds import SeedRunConfig, run_seeds
+        from posflow.simulate.runtime import set_threads
 
         kw = {}
         for name in ("train_len", "max_factor", "steps", "batch_size", "lr", "warmup", "n_layer",

@@ -21,7 +21,7 @@ from posflow.proofs_checks.cli._common import (
     torch_device,
 )
 
-__all__ = ["add_parser", "cmd_measure", "load_model", "measurement_figure", "run_measure"]
+__all__ = ["add_parser", "cmd_measure", "load_model", "measurement_figure"]
 
 NEEDS_TORCH = (
     "posflow measure needs torch: pip install torch==2.13.0 'transformers>=5' "
@@ -47,13 +47,19 @@ checkpoints without a tokenizer):
              sqrt(d_head), the model's logit units; raw keeps [A]'s released convention.
   influence  ||d p*/d e_j||_2 over the embedding dimension, p* = probability of the argmax
              next token at the last position, e_j = output of the input-embedding layer;
-             mean over sequences, normalised to sum 1 (profile (d)).
+             mean over sequences, normalised to sum 1 (the measured profile).
 Predictions (last row of P = R_{L-1}...R_0, R_t = (1-lambda_t) I + lambda_t K_t):
   (a) attention_only    lambda = 1, K_t = measured A_t
   (b) residual          measured lambda_t, K_t = measured A_t
   (c) residual_content  measured lambda_t, K_t = ALiBi(slopes in logit units; 0 without
                         ALiBi) + diagonal content c_{t,h}, head-averaged
-Distances to (d): W1 = scipy.stats.wasserstein_distance over positions / (n - 1); Spearman rho.
+  (d) value_norm        measured lambda_t, K_t = value-norm kernels (when value norms exist)
+  (e) sink_aware        measured lambda_t, K_t = A_t with token 0's share kept in place
+Nulls (dashed): geometric and linear fitted to the measured mean position, uniform kernels
+  with measured lambda_t, shuffled (lambda_t moved to other layers, seeded derangement).
+Profiles, names and colours: posflow.simulate.models.profiles (shared with PB15 and the study).
+Distances to the measured profile: W1 = scipy.stats.wasserstein_distance over positions /
+  (n - 1); Spearman rho.
 """
 
 
@@ -127,89 +133,11 @@ def _sequences(args, model, tokenizer, record):
     return windows(tokens, args.n, args.num_seqs, seed=args.seed), corpus.description
 
 
-def _intervals(m, profiles, reps: int, seed: int) -> dict:
-    """95 % percentile bootstrap intervals over sequences of W1/(n−1) and Spearman ρ of each
-    predicted profile against the resampled measured influence (the prediction held fixed)."""
-    from posflow.simulate.compare import spearman, w1_normalised
-
-    boot = m.bootstrap_influence(reps=reps, seed=seed)
-    out = {}
-    for name, p in profiles.items():
-        w = np.array([w1_normalised(p, b) for b in boot])
-        r = np.array([spearman(p, b) for b in boot])
-        out[name] = {
-            "w1_interval": np.percentile(w, [2.5, 97.5]).tolist(),
-            "spearman_interval": np.nanpercentile(r, [2.5, 97.5]).tolist(),
-        }
-    return out
-
-
-def run_measure(
-    model,
-    input_ids,
-    *,
-    content_scale="sqrt_d",
-    batch_size=None,
-    progress=False,
-    bootstrap=200,
-    seed=0,
-):
-    """Measure, predict and compare; returns a JSON-ready dict (profiles, distances with
-    bootstrap intervals over sequences, λ_t, and the per-layer sink table)."""
-    from posflow.simulate.models._adapters import adapter_for
-    from posflow.simulate.models.measure import measure
-    from posflow.simulate.models.predict import (
-        compare_profiles,
-        predict_profiles,
-        predict_sink_profiles,
-    )
-    from posflow.simulate.models.sinks import sink_table
-
-    blocks = adapter_for(model).blocks(model)
-    vn = adapter_for(model).value_source(blocks[0]) is not None
-    m = measure(
-        model,
-        input_ids,
-        batch_size=batch_size,
-        progress=progress,
-        value_norms=vn,
-        layer_influence=True,
-    )
-    profiles = predict_profiles(m, content_scale=content_scale)
-    profiles.update(predict_sink_profiles(m))
-    comparison = compare_profiles(profiles, m.influence)
-    if bootstrap:
-        for name, iv in _intervals(m, profiles, bootstrap, seed).items():
-            comparison[name].update(iv)
-    _, c = m.content(content_scale)
-    sinks = sink_table(m.attention, m.value_weights, m.layer_influence)
-    return {
-        "architecture": m.architecture,
-        "n": m.n,
-        "num_sequences": m.num_sequences,
-        "num_layers": m.num_layers,
-        "num_heads": m.num_heads,
-        "d_head": m.d_head,
-        "lambdas": m.lambdas.tolist(),
-        "lambdas_std": m.lambdas_std.tolist(),
-        "slopes": None if m.slopes is None else m.slopes.tolist(),
-        "content_scale": content_scale,
-        "content_c": c.tolist(),
-        "comparison": comparison,
-        "bootstrap": {"reps": bootstrap, "seed": seed, "level": 0.95, "over": "sequences"},
-        "sinks": {k: v.tolist() for k, v in sinks.items()},
-        "influence_of_0": float(m.influence[0]),
-        "profiles": {
-            **{k: v.tolist() for k, v in profiles.items()},
-            "measured": m.influence.tolist(),
-        },
-    }
-
-
 def measurement_figure(out: dict, title: str):
     """Three panels of a measurement: λ_t by layer, the predicted and measured profiles (log
     scale), and the per-layer sink table (a Figure spec, drawn by figures.render)."""
     from posflow.proofs_checks.kit import Figure, Panel, Series
+    from posflow.simulate.models.profiles import color, line_style
 
     L = out["num_layers"]
     layers = list(range(L))
@@ -218,16 +146,13 @@ def measurement_figure(out: dict, title: str):
     p_lam = Panel("mixing coefficient λ_t", "layer t", "λ_t",
                   [Series("λ_t ± sd over sequences", layers, lam, kind="errorbar", yerr=sd,
                           color="residual")])  # fmt: skip
-    colors = {"measured": "measured", "attention_only": "attention_only", "residual": "residual",
-              "residual_content": "residual_content", "value_norm": "#CC79A7",
-              "sink_aware": "#E69F00"}  # fmt: skip
     prof = [
-        Series(k.replace("_", " "), list(range(len(v))), v, color=colors.get(k))
+        Series(k.replace("_", " "), list(range(len(v))), v, color=color(k), style=line_style(k))
         for k, v in out["profiles"].items()
     ]
     floor = float(np.min(out["profiles"]["measured"])) / 30  # keep the measured scale in view
     p_prof = Panel("influence on the last token", "token position j", "p(j)", prof, logy=True,
-                   ylim=(floor, 1.0))  # fmt: skip
+                   ylim=(floor, 1.0), legend="shared")  # fmt: skip
     names = {"attention_on_0": "attention on 0", "value_share_of_0": "value-norm share of 0",
              "gradient_influence_of_0": "gradient influence of 0"}  # fmt: skip
     sink = [Series(names[k], layers, v, kind="line") for k, v in out["sinks"].items()]
@@ -297,7 +222,7 @@ def cmd_measure(args) -> int:
         raise UsageError(f"--num-seqs must be at least 1; got {args.num_seqs}")
     plot = output_file("--plot", args.plot, ".png") if args.plot else None
     device = torch_device("--device", args.device)  # before loading or training anything
-    from posflow.simulate._threads import set_threads
+    from posflow.simulate.runtime import set_threads
 
     threads = set_threads(args.threads, torch=True)
     if args.train:
@@ -313,6 +238,8 @@ def cmd_measure(args) -> int:
     if device.type != "cpu":
         model = model.to(device)
     ids, corpus = _sequences(args, model, tok, record)
+    from posflow.simulate.models.profiles import run_measure
+
     out = run_measure(
         model,
         ids,

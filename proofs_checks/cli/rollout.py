@@ -62,9 +62,9 @@ def read_lambdas(path) -> np.ndarray:
     non-text files are refused in one line."""
     import json
 
-    from posflow.simulate import _validate
+    from posflow.simulate import runtime
 
-    limit = int(0.8 * _validate.available_memory() / _MEMORY_PER_FILE_BYTE)
+    limit = int(0.8 * runtime.available_memory() / _MEMORY_PER_FILE_BYTE)
     text = read_text_file("--lambdas", path, max_bytes=max(limit, 1))
 
     def refuse(name):
@@ -90,7 +90,7 @@ def read_lambdas(path) -> np.ndarray:
     else:
         values = number_list([text], "--lambdas")
     with bad_input("--lambdas"):
-        from posflow.simulate._validate import as_lambdas
+        from posflow.simulate.runtime import as_lambdas
 
         return as_lambdas(values)
 

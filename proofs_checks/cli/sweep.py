@@ -113,7 +113,7 @@ def _print_store(path, as_json: bool) -> int:
 
 def default_store(spec) -> Path:
     """``<user cache>/sweeps/<experiment>-<hash of the spec>.sweep``: never the working tree."""
-    from posflow.simulate._paths import user_cache_dir
+    from posflow.simulate.runtime import user_cache_dir
 
     return user_cache_dir() / "sweeps" / f"{spec.experiment}-{spec.fingerprint[:12]}.sweep"
 

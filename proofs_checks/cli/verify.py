@@ -72,7 +72,7 @@ def cmd_verify(args) -> int:
     """Run the selected checks; print a table or JSON; write the report with ``--out``."""
     from posflow.proofs_checks import kit
     from posflow.proofs_checks.kit import provenance, records, write_report
-    from posflow.simulate._threads import set_threads
+    from posflow.simulate.runtime import set_threads
 
     out = output_dir("--out", args.out) if args.out else None
     try:

@@ -19,9 +19,15 @@ module                      what it holds
 ``_decide``                 the one decision rule: an interval against a bound → HOLDS /
                             FAILS / INCONCLUSIVE, family-wise levels, sensitivity tables
 ``_breaks``                 reusable mutant factories (:func:`scaled_argument`, …)
-``_stats``                  family-wise z limits, means with standard errors, log-log fits,
-                            per-claim random streams
+``_stats``                  family-wise z limits and levels (:func:`z_limit`,
+                            :data:`FAMILY_LEVEL`, :func:`z_at_most`, :func:`z_se_tol`),
+                            binomial exceedance counts as z scores, means with standard errors,
+                            log-log fits, per-claim random streams
 ``_styles``                 one colour and label per attention scheme
+``_quiet``                  :func:`quiet` checks and the scalar log / max that keep −inf and
+                            NaN (a broken rollout fails a comparison instead of raising)
+``_u_test``                  the U test of PB11 and PB14 (:func:`valley`, :func:`is_u`,
+                            :data:`U_MIN_DEPTH`, :data:`U_END_MARGIN`)
 ``_inputs``, ``_examples``  random causal kernels for checks; Hypothesis example helpers
 ``_optional``               the INCONCLUSIVE evidence of a check whose optional extra is missing
 ``_counterexamples``        the counterexample search over a claim's relaxations
@@ -36,12 +42,18 @@ imports a claim module (the registry reads the list ``posflow.proofs_checks.clai
 from posflow.proofs_checks.kit import _examples as examples
 from posflow.proofs_checks.kit._breaks import (
     CHAIN,
+    DENSE_APPLY,
     RESIDUAL_STEP,
+    SUMMABILITY_TEST,
     constant_result,
     leaky_residual_step,
+    negated_result,
     reversed_layer_order,
     scaled_argument,
+    scaled_keyword,
     scaled_result,
+    swapped_residual_weights,
+    transposed_dense_apply,
 )
 from posflow.proofs_checks.kit._catalog import SOURCES, anchor, to_markdown
 from posflow.proofs_checks.kit._catalog import records as catalog_records
@@ -64,6 +76,7 @@ from posflow.proofs_checks.kit._decide import (
     decide,
     family_level,
     sensitivity,
+    sensitivity_grid,
 )
 from posflow.proofs_checks.kit._evidence import (
     FAILS,
@@ -100,6 +113,7 @@ from posflow.proofs_checks.kit._mutants import (
     mutated,
 )
 from posflow.proofs_checks.kit._optional import no_torch, optional_torch
+from posflow.proofs_checks.kit._quiet import nan_max, quiet, quiet_log
 from posflow.proofs_checks.kit._registry import (
     ERROR,
     STATUSES,
@@ -127,20 +141,38 @@ from posflow.proofs_checks.kit._report import (
     write_report,
 )
 from posflow.proofs_checks.kit._stats import (
+    FAMILY_LEVEL,
     FAMILY_Z,
+    binomial_reason,
+    binomial_z_above,
+    binomial_z_below,
+    binomial_z_two_sided,
     claim_rng,
+    family_reason,
     loglog_slope,
     mean_se,
     plain,
+    z_at_most,
     z_limit,
+    z_se_tol,
 )
 from posflow.proofs_checks.kit._styles import SCHEME_COLORS, SCHEME_LABELS
+from posflow.proofs_checks.kit._u_test import (
+    U_DEPTHS,
+    U_END_MARGIN,
+    U_MARGINS,
+    U_MIN_DEPTH,
+    is_u,
+    valley,
+)
 
 __all__ = [
     "CHAIN",
     "COLORS",
+    "DENSE_APPLY",
     "ERROR",
     "FAILS",
+    "FAMILY_LEVEL",
     "FAMILY_Z",
     "HOLDS",
     "INCONCLUSIVE",
@@ -150,7 +182,12 @@ __all__ = [
     "SCHEME_LABELS",
     "SOURCES",
     "STATUSES",
+    "SUMMABILITY_TEST",
     "TIMING_NOTE",
+    "U_DEPTHS",
+    "U_END_MARGIN",
+    "U_MARGINS",
+    "U_MIN_DEPTH",
     "Claim",
     "Context",
     "Decision",
@@ -173,6 +210,10 @@ __all__ = [
     "anchor",
     "at_least",
     "at_most",
+    "binomial_reason",
+    "binomial_z_above",
+    "binomial_z_below",
+    "binomial_z_two_sided",
     "catalog_records",
     "claim_modules",
     "claim_rng",
@@ -186,12 +227,14 @@ __all__ = [
     "examples",
     "export_test",
     "family_level",
+    "family_reason",
     "fp_tol",
     "get_claim",
     "get_relaxation",
     "git_commit",
     "holds",
     "info",
+    "is_u",
     "jsonable",
     "kill_table",
     "leaky_residual_step",
@@ -201,6 +244,8 @@ __all__ = [
     "measurement_rows",
     "mutants_of",
     "mutated",
+    "nan_max",
+    "negated_result",
     "no_torch",
     "optional_torch",
     "param_tol",
@@ -208,6 +253,8 @@ __all__ = [
     "plot_profile",
     "plot_profiles",
     "provenance",
+    "quiet",
+    "quiet_log",
     "random_alibi",
     "random_causal",
     "random_layers",
@@ -221,16 +268,23 @@ __all__ = [
     "save",
     "save_record",
     "scaled_argument",
+    "scaled_keyword",
     "scaled_result",
     "search",
     "select",
     "sensitivity",
+    "sensitivity_grid",
     "stat_tol",
+    "swapped_residual_weights",
     "timing_label",
     "to_markdown",
+    "transposed_dense_apply",
     "undecided",
+    "valley",
     "verify",
     "write_report",
     "write_test",
+    "z_at_most",
     "z_limit",
+    "z_se_tol",
 ]

@@ -10,16 +10,24 @@ import functools
 
 __all__ = [
     "CHAIN",
+    "DENSE_APPLY",
     "RESIDUAL_STEP",
+    "SUMMABILITY_TEST",
     "constant_result",
     "leaky_residual_step",
+    "negated_result",
     "reversed_layer_order",
     "scaled_argument",
+    "scaled_keyword",
     "scaled_result",
+    "swapped_residual_weights",
+    "transposed_dense_apply",
 ]
 
 CHAIN = "posflow.simulate.rollout:_chain"
 RESIDUAL_STEP = "posflow.simulate._kernel:Kernel._residual_step"
+DENSE_APPLY = "posflow.simulate.kernels:DenseKernel._apply"
+SUMMABILITY_TEST = "posflow.theory._summability:_decide_positive"
 
 
 def reversed_layer_order():
@@ -79,6 +87,21 @@ def scaled_argument(index: int, factor: float, name: str | None = None):
     return make
 
 
+def scaled_keyword(name: str, factor: float, default: float):
+    """Any routine with keyword ``name`` (default ``default``): that keyword times ``factor``,
+    passed as a keyword (e.g. a slip in one default of a simulator)."""
+
+    def make(original):
+        @functools.wraps(original)
+        def changed(*args, **kwargs):
+            kwargs[name] = kwargs.get(name, default) * factor
+            return original(*args, **kwargs)
+
+        return changed
+
+    return make
+
+
 def constant_result(value):
     """Any routine: ignore the inputs and return ``value`` (a detector that returns 0)."""
 
@@ -90,3 +113,34 @@ def constant_result(value):
         return constant
 
     return make
+
+
+def transposed_dense_apply(original):
+    """For :data:`DENSE_APPLY`: a dense (measured) kernel applied as p Aᵀ instead of p A."""
+
+    @functools.wraps(original)
+    def apply_transposed(self, p):
+        return p @ self._A.T
+
+    return apply_transposed
+
+
+def swapped_residual_weights(original):
+    """For :data:`RESIDUAL_STEP`: λ read as the residual weight, λ p + (1 − λ) p A."""
+
+    @functools.wraps(original)
+    def step(self, p, lam):
+        return lam * p + (1.0 - lam) * self._apply(p)
+
+    return step
+
+
+def negated_result(original):
+    """Any test returning True / False / None (undecided): True and False swapped."""
+
+    @functools.wraps(original)
+    def decide(*args, **kwargs):
+        v = original(*args, **kwargs)
+        return None if v is None else not v
+
+    return decide

@@ -2,9 +2,9 @@
 
 For a claim and one of its relaxations (registered beside the claim's check), :func:`search`
 draws examples from the relaxation's strategy, stops at the first with ``violation > 0``,
-shrinks it to a simplest one and returns it as plain data. The search is reproducible: a seed fixes the
-Hypothesis random stream and no example database is read or written. A found counterexample is
-saved as a JSON record
+shrinks it to a simplest one and returns it as plain data. The search is reproducible: a seed
+fixes the Hypothesis random stream and no example database is read or written. A found
+counterexample is saved as a JSON record
 
     {"id": "PB8", "relaxed": "nonnegative_slope", "found": true, "example": {...},
      "violation": 0.0002, "drops": "...", "seed": 0, "max_examples": 200, "tried": 57}

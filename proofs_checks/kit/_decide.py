@@ -16,7 +16,8 @@ comparison is shown with its interval but cannot make its claim HOLD, and it can
 FAIL either. :func:`combine` joins the comparisons of one statement: FAILS when an unblocked
 comparison fails, HOLDS when every comparison holds and none is blocked, else INCONCLUSIVE with
 the reasons. :func:`family_level` is the Bonferroni level of one comparison among m, and
-:func:`sensitivity` tabulates a statement's verdict over the values of a named parameter.
+:func:`sensitivity` tabulates a statement's verdict over the values of a named parameter
+(:func:`sensitivity_grid`: several statements' verdicts over the values of several parameters).
 
 Used by AT20 (paired seed comparisons), PB6 (the depth-budget sensitivity) and PB15 (rollouts
 against the nulls).
@@ -25,12 +26,21 @@ against the nulls).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE, Table
+from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE
+from posflow.proofs_checks.kit._specs import Table
 
-__all__ = ["OPS", "Decision", "combine", "decide", "family_level", "sensitivity"]
+__all__ = [
+    "OPS",
+    "Decision",
+    "combine",
+    "decide",
+    "family_level",
+    "sensitivity",
+    "sensitivity_grid",
+]
 
 OPS = ("le", "ge")
 
@@ -123,17 +133,48 @@ def sensitivity(
     note: str = "",
     extra: Callable[[object], list] | None = None,
     extra_columns: tuple[str, ...] = (),
+    verdict_last: bool = False,
 ) -> Table:
     """The sensitivity table of a verdict to the named parameter ``parameter``.
 
-    One row per value ``v``: ``[v, verdict(v), *extra(v)]``. ``verdict(v)`` returns HOLDS,
-    FAILS or INCONCLUSIVE; ``extra`` adds the numbers behind it (``extra_columns`` names them).
+    One row per value ``v``: ``[v, verdict(v), *extra(v)]``, or ``[v, *extra(v), verdict(v)]``
+    with ``verdict_last``. ``verdict(v)`` returns HOLDS, FAILS or INCONCLUSIVE; ``extra`` adds
+    the numbers behind it (``extra_columns`` names them).
     """
     rows = []
     for v in values:
         status = verdict(v)
         if status not in (HOLDS, FAILS, INCONCLUSIVE):
             raise ValueError(f"verdict({v!r}) returned {status!r}, not a status")
-        rows.append([v, status, *(extra(v) if extra else [])])
+        more = extra(v) if extra else []
+        rows.append([v, *more, status] if verdict_last else [v, status, *more])
     title = title or f"sensitivity of the verdict to {parameter}"
-    return Table(key, title, [parameter, "verdict", *extra_columns], rows, note)
+    columns = [*extra_columns, "verdict"] if verdict_last else ["verdict", *extra_columns]
+    return Table(key, title, [parameter, *columns], rows, note)
+
+
+def sensitivity_grid(
+    key: str,
+    title: str,
+    grid: Mapping[str, Iterable],
+    verdicts: Callable[[str, object], Sequence[str]],
+    columns: Sequence[str],
+    note: str = "",
+) -> Table:
+    """The verdicts of several statements at other values of several named parameters.
+
+    One row per parameter ``name`` of ``grid`` and value ``v`` of ``grid[name]`` (in order):
+    ``[name, v, *verdicts(name, v)]``; ``verdicts`` returns one status (HOLDS, FAILS or
+    INCONCLUSIVE) per statement, the statements named by ``columns``.
+    """
+    rows = []
+    for name, values in grid.items():
+        for v in values:
+            statuses = list(verdicts(name, v))
+            if len(statuses) != len(columns) or any(
+                s not in (HOLDS, FAILS, INCONCLUSIVE) for s in statuses
+            ):
+                raise ValueError(f"verdicts({name!r}, {v!r}) returned {statuses!r}, not one "
+                                 f"status for each of {list(columns)}")  # fmt: skip
+            rows.append([name, v, *statuses])
+    return Table(key, title, ["parameter", "value", *columns], rows, note)

@@ -19,7 +19,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
+from posflow.proofs_checks.kit._specs import (
+    Figure,
+    Panel,
+    Series,
+    Table,
+    _from_json_num,
+    _json_num,
+    _num,
+    _scalar,
+)
 
 __all__ = [
     "FAILS",
@@ -49,24 +58,6 @@ STATUSES = (HOLDS, FAILS, INCONCLUSIVE)
 TOLERANCE_KINDS = ("exact", "floating-point", "statistical", "parameter")
 ROLES = ("test", "control", "info")
 _TESTS = ("close", "rel_close", "at_most", "at_least", "true", "info", "undecided")
-
-
-def _scalar(name: str, what: str, v):
-    """A plain Python scalar (bool, int, float, str) from ``v``; TypeError otherwise."""
-    if isinstance(v, bool | np.bool_):
-        return bool(v)
-    if isinstance(v, int | np.integer):
-        return int(v)
-    if isinstance(v, float | np.floating):
-        return float(v)
-    if isinstance(v, str):
-        return v
-    if v is None:
-        return None
-    raise TypeError(
-        f"{what} of measurement {name!r} must be a scalar (bool, int, float or str); got "
-        f"{type(v).__name__} — put arrays in a Table or a Figure"
-    )
 
 
 @dataclass(frozen=True)
@@ -278,146 +269,6 @@ def undecided(key, value, note: str, **kw) -> Measurement:
     return Measurement(key, value, "undecided", note=note, **kw)
 
 
-@dataclass
-class Table:
-    """A small table of plain values (rows of scalars), e.g. a sensitivity table."""
-
-    key: str
-    title: str
-    columns: list[str]
-    rows: list[list]
-    note: str = ""
-
-    def __post_init__(self):
-        self.columns = [str(c) for c in self.columns]
-        rows = []
-        for row in self.rows:
-            row = [_scalar(self.key, "table cell", v) for v in row]
-            if len(row) != len(self.columns):
-                raise ValueError(
-                    f"table {self.key!r}: a row has {len(row)} cells for {len(self.columns)} "
-                    "columns"
-                )
-            rows.append(row)
-        self.rows = rows
-
-    def as_json(self) -> dict:
-        return {
-            "key": self.key,
-            "title": self.title,
-            "columns": self.columns,
-            "rows": [[_json_num(v) for v in r] for r in self.rows],
-            "note": self.note,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict) -> Table:
-        rows = [[_from_json_num(v) for v in r] for r in d["rows"]]
-        return cls(d["key"], d["title"], d["columns"], rows, d.get("note", ""))
-
-
-def _floats(x, what: str) -> list:
-    if x is None:
-        return None
-    a = np.asarray(x, dtype=float)  # None (a non-finite point in JSON) becomes NaN
-    if a.ndim not in (1, 2):
-        raise ValueError(f"{what} must be 1-D (or 2-D for an image); got shape {a.shape}")
-    return a.tolist()
-
-
-@dataclass
-class Series:
-    """One curve of a panel. ``kind``: "line", "markers", "step", "errorbar" (with ``yerr``) or
-    "band" (``lo``/``hi``). ``color`` names an entry of :data:`figures.COLORS` or is a hex."""
-
-    label: str
-    x: list
-    y: list
-    kind: str = "line"
-    lo: list | None = None
-    hi: list | None = None
-    yerr: list | None = None
-    color: str | None = None
-    style: str = "-"
-
-    def __post_init__(self):
-        kinds = ("line", "markers", "step", "errorbar", "band")
-        if self.kind not in kinds:
-            raise ValueError(f"series kind must be one of {kinds}; got {self.kind!r}")
-        self.x, self.y = _floats(self.x, "x"), _floats(self.y, "y")
-        self.lo, self.hi = _floats(self.lo, "lo"), _floats(self.hi, "hi")
-        self.yerr = _floats(self.yerr, "yerr")
-        if len(self.x) != len(self.y):
-            raise ValueError(f"series {self.label!r}: x has {len(self.x)} points, y {len(self.y)}")
-
-
-@dataclass
-class Panel:
-    """One axes: series, reference lines (``hlines``/``vlines`` as (value, label)), log axes,
-    and optionally an ``image`` (a 2-D list drawn with imshow; ``image_label`` its colour bar).
-
-    ``legend``: ``"inside"`` (the axes' own legend) or ``"shared"`` (panels with many series:
-    the renderer draws the legend of the first shared panel once, in a spare grid slot or below
-    the figure, so it covers no curve)."""
-
-    title: str = ""
-    xlabel: str = ""
-    ylabel: str = ""
-    series: list[Series] = field(default_factory=list)
-    logx: bool = False
-    logy: bool = False
-    hlines: list = field(default_factory=list)
-    vlines: list = field(default_factory=list)
-    ylim: tuple | None = None
-    image: list | None = None
-    image_label: str = ""
-    legend: str = "inside"
-
-    def __post_init__(self):
-        if self.legend not in ("inside", "shared"):
-            raise ValueError(f"legend must be 'inside' or 'shared'; got {self.legend!r}")
-
-
-@dataclass
-class Figure:
-    """A figure spec: ``name`` (file stem), a title stating the setting, and its panels."""
-
-    name: str
-    title: str
-    panels: list[Panel]
-    caption: str = ""
-
-    def __post_init__(self):
-        if not self.name or any(c in self.name for c in "/\\ "):
-            raise ValueError(f"figure name must be a plain file stem; got {self.name!r}")
-
-    def as_json(self) -> dict:
-        """Plain JSON data: tuples become lists, non-finite points become null (NaN on load)."""
-        from dataclasses import asdict
-
-        def plain(x):
-            if isinstance(x, dict):
-                return {k: plain(v) for k, v in x.items()}
-            if isinstance(x, list | tuple):
-                return [plain(v) for v in x]
-            if isinstance(x, float) and not math.isfinite(x):
-                return None
-            return x
-
-        return plain(asdict(self))
-
-    @classmethod
-    def from_json(cls, d: dict) -> Figure:
-        panels = []
-        for p in d["panels"]:
-            p = dict(p)
-            p["series"] = [Series(**s) for s in p["series"]]
-            p["hlines"] = [tuple(h) for h in p.get("hlines", [])]
-            p["vlines"] = [tuple(v) for v in p.get("vlines", [])]
-            panels.append(Panel(**p))
-        return cls(d["name"], d["title"], panels, d.get("caption", ""))
-
-
 class Evidence:
     """What a check measured; the status and the summary are derived from the measurements.
 
@@ -519,32 +370,3 @@ class Evidence:
         )
         ev.figure_paths = list(d.get("figure_paths", []))
         return ev
-
-
-def _num(v) -> str:
-    """A number as a reader wants it: 4 significant digits, no numpy reprs."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            return str(v)
-        if v == 0:
-            return "0"
-        return f"{v:.4g}".replace("e-0", "e-").replace("e+0", "e").replace("e+", "e")
-    return str(v)
-
-
-def _json_num(v):
-    if isinstance(v, float) and not math.isfinite(v):
-        return str(v)
-    return v
-
-
-def _from_json_num(v):
-    if v in ("nan", "inf", "-inf"):
-        return float(v)
-    return v

@@ -161,7 +161,8 @@ def _cell(text) -> str:
 def measurement_rows(rec: dict) -> list[list[str]]:
     """Rows (result, measurement, value, compared with, tolerance, kind and reason) of a
     record's measurements, formatted for reading (no Python reprs)."""
-    from posflow.proofs_checks.kit._evidence import Measurement, _num
+    from posflow.proofs_checks.kit._evidence import Measurement
+    from posflow.proofs_checks.kit._specs import _num
 
     rows = []
     for d in rec.get("measurements", []):
@@ -184,7 +185,7 @@ _HEAD = ["result", "measurement", "value", "compared with", "tolerance", "tolera
 
 
 def _md_table(head, rows) -> list[str]:
-    from posflow.proofs_checks.kit._evidence import _num
+    from posflow.proofs_checks.kit._specs import _num
 
     out = ["| " + " | ".join(_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(_cell(_num(c)) for c in r) + " |" for r in rows]
@@ -193,8 +194,8 @@ def _md_table(head, rows) -> list[str]:
 
 def _render_figures(recs: list[dict], out: Path) -> None:
     """Draw every figure spec into ``out/figures/ID-name.png``; record the relative paths."""
-    from posflow.proofs_checks.kit._evidence import Figure
     from posflow.proofs_checks.kit._figures import render
+    from posflow.proofs_checks.kit._specs import Figure
 
     for rec in recs:
         paths = [os.path.relpath(f, out) for f in rec.get("figure_paths", [])]
@@ -221,7 +222,7 @@ def _evidence_md(rec: dict) -> list[str]:
     if rec.get("measurements"):
         lines += _md_table(_HEAD, measurement_rows(rec))
     else:  # not yet moved to measurements
-        from posflow.proofs_checks.kit._evidence import _num
+        from posflow.proofs_checks.kit._specs import _num
 
         for k, v in rec.get("measured", {}).items():
             shown = f"[{len(v)} values]" if isinstance(v, list) and len(v) > 8 else _num(v)
@@ -237,7 +238,7 @@ def _evidence_md(rec: dict) -> list[str]:
 
 
 def _html_table(head, rows) -> str:
-    from posflow.proofs_checks.kit._evidence import _num
+    from posflow.proofs_checks.kit._specs import _num
 
     h = "".join(f"<th>{html.escape(str(c))}</th>" for c in head)
     body = "".join(

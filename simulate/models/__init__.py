@@ -6,6 +6,9 @@
 * :mod:`~posflow.simulate.models.predict` — rollout predictions (a) attention-only, (b)
   residual-aware, (c) with content, and their normalised W1 / Spearman against the measured
   influence;
+* :mod:`~posflow.simulate.models.profiles` — the one profiles pipeline (PB15, ``posflow measure``,
+  the stored study): profile names, labels and colours, (a)–(e) and the nulls, W1 / Spearman with
+  intervals; :mod:`~posflow.simulate.models.profiles_bootstrap` — its per-sequence bootstrap;
 * :mod:`~posflow.simulate.models.lm` — a small decoder-only LM with pluggable position schemes
   (``PositionScheme``, ``register_scheme`` from :mod:`~posflow.simulate.models._scheme`; NoPE,
   RoPE, ALiBi);
@@ -13,16 +16,31 @@
   per-user model cache;
 * :mod:`~posflow.simulate.models.corpus` — the corpus (the Python standard library by default;
   no torch);
-* :mod:`~posflow.simulate.models.schemes`, :mod:`~posflow.simulate.models.extrapolate` —
-  accumulated-rotation, learned-angle and PaTH schemes and train-short/test-long runs (AT20);
-  :mod:`~posflow.simulate.models.store` reads their saved results without torch.
+* :mod:`~posflow.simulate.models.schemes`, :mod:`~posflow.simulate.models.extrapolate_seeds`,
+  :mod:`~posflow.simulate.models.extrapolate` — accumulated-rotation, learned-angle and PaTH
+  schemes, multi-seed train-short/test-long runs and their query-chunked evaluation (AT20);
+  :mod:`~posflow.simulate.models.seed_store` reads their saved results and their statistics
+  without torch;
+* :mod:`~posflow.simulate.models.scheme_identities` — the schemes' hooks against dense route
+  products (AT18).
 
 Sub-modules are imported on first use, so ``posflow.simulate.models.corpus`` works without torch.
 """
 
 import importlib
 
-__all__ = ["corpus", "extrapolate", "lm", "measure", "predict", "schemes", "store", "train"]
+__all__ = [
+    "corpus",
+    "extrapolate",
+    "lm",
+    "measure",
+    "predict",
+    "profiles",
+    "profiles_bootstrap",
+    "scheme_identities",
+    "schemes",
+    "train",
+]
 
 
 def __getattr__(name):

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from posflow._conventions import rope_frequencies
+from posflow.conventions import rope_frequencies
 
 __all__ = ["SCHEMES", "PositionScheme", "frequencies", "register_scheme"]
 
@@ -83,7 +83,7 @@ class PositionScheme(nn.Module):
 def frequencies(d_head: int, base: float = 10000.0) -> torch.Tensor:
     """RoPE frequencies f_b = base^{−2b/d}, b = 0 … d/2 − 1, float64, shape (d/2,) (AT18).
 
-    :func:`posflow._conventions.rope_frequencies` as a tensor, so the LM's RoPE, its transport
+    :func:`posflow.conventions.rope_frequencies` as a tensor, so the LM's RoPE, its transport
     schemes and the NumPy transport of :mod:`posflow.simulate.transport` share one definition.
     Raises ValueError naming ``d_head`` (not an even integer ≥ 2) or ``base`` (not finite > 1).
     """

@@ -1,7 +1,7 @@
 """Train short, test long: equal step budgets, seeds, BPE tokens and shared windows (AT20).
 
-The multi-seed successor of :mod:`posflow.simulate.models.extrapolate` (which it reuses for the
-query-chunked forward pass). One *run* is (scheme, seed):
+Every length is scored with the query-chunked forward pass
+:func:`posflow.simulate.models.extrapolate.chunked_logits`. One *run* is (scheme, seed):
 
 1. **Training** for exactly ``steps`` optimiser steps (the same for every scheme; never wall
    time): AdamW (β = 0.9, 0.95; weight decay 0.1 on matrices), linear warm-up for ``warmup``
@@ -71,6 +71,7 @@ __all__ = [
     "learned_angle_means",
     "mixing_base",
     "mixing_counts",
+    "nested_prefix_error",
     "run_seeds",
     "train_run",
 ]
@@ -449,6 +450,42 @@ def evaluate_nested(model: LM, wins, lengths, *, draws: int = 1, chunk: int = 10
     if not np.isfinite(out).all():
         raise ValueError("evaluation produced a non-finite NLL")
     return out
+
+
+def nested_prefix_error() -> float:
+    """max |ℓ̄ from nested prefixes − ℓ̄ from a direct forward pass on each prefix| (AT20 control).
+
+    A tiny random-weight LM (2 layers, 2 heads, d_head 8, base 100, vocabulary 40) with RoPE and
+    with learned Q/K angles (angle embeddings ~ N(0, 0.5²), generator seed 1), 3 random windows
+    (seed 7) of 17 tokens, lengths 4, 8, 16: :func:`evaluate_nested` against the mean
+    cross-entropy of ``model`` on each prefix alone. Runs on one torch thread (restored after).
+    """
+    cfg = SeedRunConfig(n_layer=2, n_head=2, d_head=8, base=100.0, train_len=4, max_factor=4)
+    rng = np.random.default_rng(7)
+    wins = rng.integers(0, 40, size=(3, 17))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: more threads only spin
+    try:
+        worst = 0.0
+        for scheme in ("rope", "learned_qk"):
+            model = build_model(scheme, cfg, 0, 40)
+            if scheme == "learned_qk":
+                with torch.no_grad():
+                    for b in model.blocks:
+                        b.attn.scheme.angle_emb.normal_(
+                            0, 0.5, generator=torch.Generator().manual_seed(1)
+                        )
+            model.eval()
+            nested = evaluate_nested(model, wins, [4, 8, 16])[0]
+            with torch.no_grad():
+                for i, w in enumerate(wins):
+                    for j, L in enumerate((4, 8, 16)):
+                        t = torch.from_numpy(w[: L + 1].astype(np.int64))[None]
+                        nll = F.cross_entropy(model(t[:, :-1])[0].double(), t[0, 1:])
+                        worst = max(worst, abs(float(nll) - nested[i, j]))
+    finally:
+        torch.set_num_threads(threads)
+    return worst
 
 
 @torch.no_grad()

@@ -23,7 +23,7 @@ per-layer generator seeded by ``(seed, layer)`` and advanced every forward pass.
 
 Token ids reach ``learned_*`` schemes through the interface's ``see_tokens`` hook, called by
 ``LM.forward``; :meth:`Path.scores_chunk` evaluates a block of queries for the query-chunked
-evaluation of :mod:`posflow.simulate.models.extrapolate`.
+evaluation of :func:`posflow.simulate.models.extrapolate.chunked_logits`.
 """
 
 from __future__ import annotations

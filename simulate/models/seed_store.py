@@ -16,7 +16,12 @@ windows for every run). From it:
   resamples the same windows for every seed and both lengths (:func:`window_bootstrap`);
 * paired comparisons of two schemes across seeds: d_k = ℓ_{A,k} − ℓ_{B,k} over the seeds both
   have (:func:`paired_differences`), with the t interval of the mean of d and an exact two-sided
-  sign test (:func:`sign_test`).
+  sign test (:func:`sign_test`), gathered for one comparison against a bound by
+  :func:`comparison_statistics`;
+* the summary AT20 reads: every scheme's seed-mean ratio at every length with both intervals
+  (:func:`ratio_summary`), seed means of PPL and of the ratio (:func:`seed_mean_ppl`,
+  :func:`seed_mean_ratio`), and the same ratios recomputed from the raw run files
+  (:func:`raw_ratio_error`).
 
 :data:`COMMITTED_STORE` is the committed CPU run (package data
 ``posflow/simulate/data/extrapolation_v2``).
@@ -37,10 +42,16 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "SeedStore",
+    "comparison_statistics",
     "load_seed_store",
     "log_ratios",
     "paired_differences",
+    "paired_log_ratios",
+    "ratio_summary",
+    "raw_ratio_error",
     "run_file",
+    "seed_mean_ppl",
+    "seed_mean_ratio",
     "sign_test",
     "t_interval",
     "window_bootstrap",
@@ -176,3 +187,88 @@ def window_bootstrap(
     stat = np.exp(d[:, idx].mean(axis=(0, 2)))  # (reps,)
     lo, hi = np.quantile(stat, [alpha / 2, 1 - alpha / 2])
     return float(lo), float(hi)
+
+
+def paired_log_ratios(st: SeedStore, a: str, b: str, length: int) -> dict:
+    """{seed: ℓ_{a,k}(length) − ℓ_{b,k}(length)} over the seeds both schemes have, in seed order
+    (:func:`log_ratios` paired by :func:`paired_differences`); {} when a scheme is missing."""
+    x = log_ratios(st, a, length) if a in st.schemes else {}
+    y = log_ratios(st, b, length) if b in st.schemes else {}
+    ks = sorted(set(x) & set(y))
+    return dict(zip(ks, paired_differences(x, y).tolist(), strict=True))
+
+
+def comparison_statistics(values: dict, bound: float, alpha: float) -> dict:
+    """The statistics of one comparison of the seed values ``values`` {seed: x} with ``bound``.
+
+    Returns ``{"n", "mean", "lo", "hi", "p_sign"}``: n values (in seed order), their mean, the
+    :func:`t_interval` at level 1 − ``alpha`` (NaN ends with fewer than 2 values) and the
+    :func:`sign_test` p-value of x − bound (NaN mean and p for no values).
+    """
+    x = np.array([values[k] for k in sorted(values)])
+    out = {"n": len(values), "mean": math.nan, "lo": math.nan, "hi": math.nan,
+           "p_sign": math.nan}  # fmt: skip
+    if x.size:
+        out["mean"] = float(x.mean())
+        out["p_sign"] = sign_test(x - bound)
+    if x.size >= 2:
+        out["mean"], out["lo"], out["hi"] = t_interval(x, alpha)
+    return out
+
+
+def seed_mean_ppl(st: SeedStore, scheme: str, length: int) -> float:
+    """The mean over ``scheme``'s seeds of PPL(``length``) (:meth:`SeedStore.ppl`)."""
+    j = st.lengths.index(length)
+    return float(np.mean([st.ppl(scheme, k)[j] for k in st.seeds(scheme)]))
+
+
+def seed_mean_ratio(st: SeedStore, scheme: str, length: int) -> float:
+    """exp(seed mean of ℓ_s(``length``)): the seed-mean ratio PPL(L)/PPL(L_train)."""
+    return math.exp(float(np.mean(list(log_ratios(st, scheme, length).values()))))
+
+
+def ratio_summary(st: SeedStore, alpha: float = 0.05) -> dict:
+    """{scheme: {L: {"ratio", "lo", "hi", "boot_lo", "boot_hi", "ppl", "seeds"}}} (claim AT20).
+
+    ``ratio`` = exp(seed mean of ℓ_s(L)); (lo, hi) its t interval over seeds (level 1 − α, no
+    multiplicity correction; NaN with one seed); (boot_lo, boot_hi) the percentile bootstrap over
+    windows (:func:`window_bootstrap`, 1000 resamples); ``ppl`` the seed mean of PPL(L)
+    (:func:`seed_mean_ppl`); ``seeds`` the number of seeds.
+    """
+    out = {}
+    for s in st.schemes:
+        seeds = st.seeds(s)
+        d = {}
+        for L in st.lengths:
+            lr = np.array(list(log_ratios(st, s, L).values()))
+            if lr.size >= 2:
+                m, lo, hi = t_interval(lr, alpha)
+            else:
+                m, lo, hi = float(lr.mean()), math.nan, math.nan
+            blo, bhi = window_bootstrap(st, s, L, alpha=alpha, reps=1000)
+            d[L] = {"ratio": math.exp(m), "lo": math.exp(lo), "hi": math.exp(hi),
+                    "boot_lo": blo, "boot_hi": bhi, "ppl": seed_mean_ppl(st, s, L),
+                    "seeds": len(seeds)}  # fmt: skip
+        out[s] = d
+    return out
+
+
+def raw_ratio_error(store, st: SeedStore, summary: dict) -> float:
+    """max over (scheme, L) of |summary ratio / exp(seed mean of Δ mean nats) − 1|, the latter
+    read directly from the run files of ``store`` (a folder path or traversable) with plain
+    Python sums, independently of :class:`SeedStore`; ``summary`` as :func:`ratio_summary`."""
+    if isinstance(store, str):
+        store = Path(store)
+    worst = 0.0
+    for s, d in summary.items():
+        raw = [json.loads(store.joinpath(run_file(s, k)).read_text(encoding="utf-8"))
+               for k in st.seeds(s)]  # fmt: skip
+        for L, cell in d.items():
+            vals = []
+            for blob in raw:
+                ls = blob["eval_lengths"]
+                col = [row[ls.index(L)] for row in blob["nats"]]
+                col0 = [row[ls.index(blob["train_len"])] for row in blob["nats"]]
+                vals.append(sum(col) / len(col) - sum(col0) / len(col0))
+            worst = max(worst, abs(cell["ratio"] / math.exp(sum(vals) / len(vals)) - 1))
+    return worst

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from posflow.simulate.models.profiles import LABELS, NAMES, NULLS
+
 __all__ = [
     "PREDICT_NAMES",
     "PROFILES",
@@ -40,17 +42,8 @@ __all__ = [
     "study_summary",
 ]
 
-PROFILES = {
-    "a": "(a) attention only, measured kernels",
-    "b": "(b) residual-aware, measured kernels",
-    "c": "(c) residual-aware, [A]'s content kernels",
-    "d": "(d) residual-aware, value-norm kernels",
-    "e": "(e) residual-aware, sink-aware kernels",
-    "geometric": "null: geometric recency fitted to the mean position",
-    "linear": "null: linear ramp fitted to the mean position",
-    "uniform": "null: measured λ through uniform kernels",
-    "shuffled": "null: λ moved to other layers (derangement)",
-}
+# the study's profiles and their labels (posflow.simulate.models.profiles, without a_c)
+PROFILES = {k: LABELS[k] for k in ("a", "b", "c", "d", "e", *NULLS)}
 
 
 @dataclass
@@ -146,27 +139,14 @@ def measure_groups(model, ids, groups: int, *, seed: int = 0, progress=None) -> 
 
 
 def _profiles(st: GroupedStudy, P: dict) -> dict:
-    from posflow.simulate.kernels import alibi_kernel, uniform_kernel
-    from posflow.simulate.models.measure import measured_kernels
-    from posflow.simulate.models.sinks import sink_aware_kernels, value_norm_kernels
-    from posflow.simulate.nulls import geometric_recency, linear_ramp
-    from posflow.simulate.rollout import influence
+    """The study's nine profiles of the pooled means ``P`` (:mod:`~posflow.simulate.models.
+    profiles`: the library rollouts and the fitted nulls)."""
+    from posflow.simulate.models.profiles import null_profiles, rollout_profiles
 
-    lam, n = P["lambdas"], st.n
-    L = lam.size
-    ks = measured_kernels(P["A"])
-    mu = float(np.clip(P["measured"] @ np.arange(n), 0.0, n - 1.0))
-    return {
-        "a": influence(ks, np.ones(L)),
-        "b": influence(ks, lam),
-        "c": influence([alibi_kernel(n, st.slopes, P["c"][t]) for t in range(L)], lam),
-        "d": influence(value_norm_kernels(P["V"]), lam),
-        "e": influence(sink_aware_kernels(P["A"]), lam),
-        "geometric": geometric_recency(n, mu)[0],
-        "linear": linear_ramp(n, mu),
-        "uniform": influence(uniform_kernel(n), lam),
-        "shuffled": influence(ks, lam[st.perm]),
-    }
+    got = rollout_profiles(P["A"], P["lambdas"], values=P["V"], content=P["c"],
+                           slopes=st.slopes, perm=st.perm)  # fmt: skip
+    got.update(null_profiles(P["measured"]))
+    return {k: got[k] for k in PROFILES}
 
 
 def _statistics(st: GroupedStudy, keep) -> tuple[dict, dict]:
@@ -244,13 +224,7 @@ def study_summary(st: GroupedStudy, confidence: float = 0.95) -> dict:
 
 STORE = "data/smollm2/study.json"
 # study keys -> the names of posflow.simulate.models.predict
-PREDICT_NAMES = {
-    "a": "attention_only",
-    "b": "residual",
-    "c": "residual_content",
-    "d": "value_norm",
-    "e": "sink_aware",
-}
+PREDICT_NAMES = {k: NAMES[k] for k in "abcde"}
 
 
 def stored_study() -> dict | None:

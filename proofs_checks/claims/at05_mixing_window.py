@@ -1,0 +1,311 @@
+"""Claim AT5 of [B]: the mixing window is free of the context length, per block.
+
+It uses [B]'s own angle law: d_h = 96 (48 SO(2) blocks), θ_b ~ Unif[−f_b, f_b] with the RoPE
+frequencies f_b = 10⁴^(−2b/96). Its spectral-gap constant is γ = max_b sin f_b/f_b = 1 − 2.4e-9,
+so the global window W(ε) ≈ 2e9 exceeds every context length, and the statement that a far
+score has one law at L = 512 and L = 65536 is only true per distance: AT5 tests the per-block
+windows, the score law at a fixed distance (the same at both lengths) and the law at a random far
+distance (which differs, as the fraction of mixed blocks differs), each against its exact value.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from scipy import stats
+
+from posflow.proofs_checks.kit import (
+    FAMILY_LEVEL,
+    Context,
+    Evidence,
+    Figure,
+    Panel,
+    Series,
+    Table,
+    add_mutant,
+    at_most,
+    claim_rng,
+    close,
+    exact_tol,
+    family_reason,
+    fp_tol,
+    info,
+    register,
+    scaled_result,
+    stat_tol,
+    z_limit,
+)
+from posflow.simulate.orthogonal import SO2BlockLaw, rotate_blocks
+from posflow.simulate.transport import (
+    absolute_angles,
+    so2_far_score_moments,
+    so2_score_moments,
+    so2_scores,
+)
+from posflow.simulate.transport import mixing_window as sim_window
+from posflow.theory import transport as th
+
+_D_HEAD, _BASE = 96, 10_000.0
+_EPS_UNIT = 1.1102230246251565e-16  # unit roundoff of float64
+
+
+def _windows(law, bw, log_c, eps, lengths):
+    """Windows from the law alone: simulate's per-block W_b against theory's, the global W and
+    the count of blocks mixed within each length (theory and simulate)."""
+    f = law.scale
+    w_sim = np.asarray(sim_window(np.abs(law.characteristic()), eps), dtype=float)
+    w_th = bw.window.astype(float)
+    # simulate's |c_b| = np.sinc(f/π) carries a rounding ≤ 4u (argument, sin, division), so
+    # ln|c_b| ≈ −f²/6 is off by a relative 4u/(f²/6); the window W = ⌈ln(1/ε)/ln(1/c)⌉ moves by
+    # that relative amount plus one step
+    w_bound = 4 * _EPS_UNIT * 6 / f**2 + 1 / w_th
+    w_excess = float(np.max(np.abs(w_sim / w_th - 1) / w_bound))
+    gamma = float(math.exp(log_c.max()))
+    W_global = int(th.mixing_window(gamma, eps))
+    mixed_th = [int(c) for c in th.blocks_mixed(law.d, _BASE, eps, list(lengths))]
+    mixed_sim = [int(np.sum(w_sim <= n)) for n in lengths]  # γ_b^n ≤ ε iff n ≥ W_b
+    return w_sim, w_excess, gamma, W_global, mixed_th, mixed_sim
+
+
+def _fixed_distance_scores(law, q1, plan, D, rng):
+    """Scores at distance D of queries at the end of whole contexts (key = query), per length.
+
+    Queries sit at the last position and every D-th before it, so their routes are disjoint.
+    """
+    d, fixed = law.d, {}
+    for L, (T, n_q) in plan.items():
+        pos = L - 1 - D * np.arange(n_q)
+        q = np.broadcast_to(q1, (n_q, d))
+        k = np.broadcast_to(q1, (L, d))
+        fx = []
+        for _ in range(T):
+            row = so2_scores(q, k, law.sample_angles(L, seed=rng), q_pos=pos)
+            fx.extend(row[np.arange(n_q), pos - D])
+        fixed[L] = np.array(fx)
+    return fixed
+
+
+def _window_measurements(win, lengths, B):
+    _, w_excess, gamma, W_global, mixed_th, mixed_sim = win
+    ms = [
+        at_most(
+            "window_theory_vs_simulate",
+            w_excess,
+            1.0,
+            fp_tol(
+                0.0,
+                "per block |W_sim/W_theory − 1| over its bound 4u·6/f_b² + 1/W_b "
+                "(u = 1.1e-16: np.sinc rounds c_b by ≤ 4u; one step for the ceiling); ≤ 1",
+            ),
+            label="max_b |W_b(simulate)/W_b(theory) − 1| / rounding bound",
+        ),
+        info("global_window", W_global, label="W(0.01) of γ = max_b sin f_b/f_b (steps)"),
+        info("gamma", gamma, label="γ = ‖E M‖_op"),
+    ]
+    for L, a, b in zip(lengths, mixed_th, mixed_sim, strict=True):
+        ms.append(
+            close(
+                f"blocks_mixed_L{L}",
+                b,
+                a,
+                exact_tol("integer counts"),
+                label=f"blocks with W_b ≤ {L}: simulate vs theory (of {B})",
+            )
+        )
+    return ms
+
+
+def _fixed_measurements(fixed, m_fixed, v_fixed, n_cmp, samples, D):
+    """Fixed-distance means against the exact mean at both lengths, and the KS test between."""
+    reason = family_reason(n_cmp, samples) + "; exact standard errors from the exact variance"
+    ms, z_fixed = [], {}
+    for L in fixed:
+        m = float(fixed[L].mean())
+        se = math.sqrt(v_fixed / fixed[L].size)
+        z_fixed[L] = (m - m_fixed) / se
+        ms.append(
+            close(
+                f"fixed_mean_L{L}",
+                m,
+                float(m_fixed),
+                stat_tol(z_limit(n_cmp) * se, reason),
+                label=f"mean score at distance {D}, L = {L}, vs exact Σ_b ‖q_b‖² c_b^{D}",
+            )
+        )
+    ks = stats.ks_2samp(fixed[512], fixed[65536])
+    n1, n2 = fixed[512].size, fixed[65536].size
+    level = FAMILY_LEVEL / n_cmp
+    ks_crit = float(stats.kstwo.isf(level, round(n1 * n2 / (n1 + n2))))
+    ks_reason = (
+        f"two-sample KS critical value at the per-test level {level:.1e} (n = {n1}, {n2}; "
+        f"effective n = n1 n2/(n1 + n2)); {n_cmp} tests, family-wise {FAMILY_LEVEL:.1e}"
+    )
+    ms.append(
+        at_most(
+            "ks_fixed_distance",
+            float(ks.statistic),
+            0.0,
+            stat_tol(ks_crit, ks_reason),
+            label=f"KS distance of the score laws at D = {D}, L = 512 vs 65536",
+        )
+    )
+    return ms, z_fixed
+
+
+def _exact_infos(m_fixed, far_exact, D, W0):
+    return [
+        info("fixed_exact_mean", float(m_fixed), label=f"exact E s at D = {D}"),
+        info("far_exact_mean_L512", far_exact[512], label=f"exact E s at D ~ Unif[{W0}, 512)"),
+        info(
+            "far_exact_mean_L65536",
+            far_exact[65536],
+            label=f"exact E s at D ~ Unif[{W0}, 65536) (differs: more blocks mixed)",
+        ),
+    ]
+
+
+def _mixed_by(window):
+    return [bool(window <= 512), bool(window <= 65536)]
+
+
+def _tables_at5(eps, f, bw, w_sim, fixed, m_fixed, z_fixed, far_exact):
+    blocks = [
+        [b, float(f[b]), float(bw.ratio[b]), float(w_sim[b]), *_mixed_by(bw.window[b])]
+        for b in range(f.size)
+    ]
+    cols = ["b", "f_b", "W_b theory (real)", "W_b simulate", "mixed by 512", "mixed by 65536"]
+    laws = [
+        [L, float(fixed[L].mean()), float(m_fixed), float(z_fixed[L]), far_exact[L]] for L in fixed
+    ]
+    return [
+        Table(
+            "blocks",
+            f"per-block windows W_b({eps}) and whether the block has mixed within L",
+            cols,
+            blocks,
+        ),
+        Table(
+            "laws",
+            "score means: Monte Carlo at D = 64 against exact, and the exact far-score mean",
+            ["L", "Monte Carlo at D", "exact at D", "z", "exact at random far D"],
+            laws,
+        ),
+    ]
+
+
+def _figure_at5(log_c, log_c2, weights, fixed, v_fixed, zlim, D, W0):
+    grid = np.unique(np.geomspace(1, 65535, 200).astype(int))
+    g_mean, _ = so2_score_moments(log_c, log_c2, weights, grid)
+    mc = [
+        Series(
+            f"Monte Carlo, L = {L}",
+            [D],
+            [fixed[L].mean()],
+            "errorbar",
+            yerr=[zlim * math.sqrt(v_fixed / fixed[L].size)],
+        )
+        for L in fixed
+    ]
+    panel = Panel(
+        "exact mean score E s(D) = Σ_b ‖q_b‖² c_b^D (key = query), Monte Carlo at D = 64",
+        "distance D",
+        "E s",
+        series=[Series("exact E s(D)", grid, g_mean, color="exact"), *mc],
+        logx=True,
+        vlines=[(W0, "W_0(0.01)"), (512, "L = 512")],
+    )
+    return Figure("AT5_window", "AT5: d_h = 96, θ_b ~ Unif[−f_b, f_b]", [panel])
+
+
+@register(
+    "AT5",
+    "[B]",
+    "the mixing window W(ε) = ⌈ln(1/ε)/ln(1/γ)⌉ does not depend on context length: with [B]'s "
+    "law (d_h = 96) per block, W_b(ε) from the step law alone, and the far-score law at a fixed "
+    "distance is the same at L = 512 and 65536 (at a random far distance it differs: more "
+    "blocks have mixed at 65536, and the global W ≈ 2e9 exceeds every L)",
+    assumptions=("steps i.i.d. with spectral gap γ < 1", "θ_b ~ Unif[-f_b, f_b], d_h = 96"),
+)
+def at5(ctx: Context) -> Evidence:
+    """Claim AT5 with [B]'s own law (d_h = 96, θ_b ~ Unif[−f_b, f_b]).
+
+    What is true and tested: (1) the per-block windows W_b(ε) come from the step law alone —
+    theory (40-digit ln sin f/f) against simulate (float64 |c_b| powers), and the count of blocks
+    whose window is ≤ L against theory's ``blocks_mixed``; (2) the score of the query at the end
+    of a whole context (key = query, s = Σ_b ‖q_b‖² cos ψ_b) at a fixed distance D = 64 has the
+    same law at L = 512 and 65536: Monte Carlo means against the exact Σ_b ‖q_b‖² c_b^D with the
+    exact standard error, and a two-sample KS test between the lengths; (3) at a random far
+    distance D ~ Unif{W_0, …, L−1} the law differs between the lengths (more blocks have mixed
+    at 65536): both means against their exact values and the measured difference against the
+    exact one. Scores come from :func:`posflow.simulate.transport.so2_scores` on whole contexts.
+    """
+    rng = claim_rng(ctx, 5)
+    eps, d, B = 0.01, _D_HEAD, _D_HEAD // 2
+    law = SO2BlockLaw(d)  # θ_b ~ Unif[−f_b, f_b], f_b = 10⁴^(−2b/96)
+    f = law.scale
+    bw = th.block_mixing_windows(d, eps, _BASE)
+    log_c = np.asarray(th.log_characteristic_modulus("uniform", f), dtype=float)
+    log_c2 = np.asarray(th.log_characteristic_modulus("uniform", 2 * f), dtype=float)
+    lengths = (512, 65536)
+    win = _windows(law, bw, log_c, eps, lengths)  # (1) windows from the law alone
+    q1 = np.full(d, 1 / math.sqrt(d))  # ‖q_b‖² = 1/48 per block; key = query
+    weights = np.full(B, 2 / d)
+    D, W0 = 64, int(bw.window[0])
+    plan = {512: (300, 7), 65536: (2, 64)} if not ctx.full else {512: (3000, 7), 65536: (20, 64)}
+    fixed = _fixed_distance_scores(law, q1, plan, D, rng)  # (2) whole contexts
+    (m_fixed,), (v_fixed,) = so2_score_moments(log_c, log_c2, weights, [D])
+    far_exact = {L: so2_far_score_moments(log_c, log_c2, weights, W0, L - 1)[0] for L in lengths}
+    n_cmp = len(lengths) + 1  # the fixed-distance means at both lengths and the KS test
+    samples = ", ".join(
+        f"L = {L}: {T} contexts × {n_q} queries (the last one and every {D}th before it)"
+        for L, (T, n_q) in plan.items()
+    )
+    fixed_ms, z_fixed = _fixed_measurements(fixed, m_fixed, v_fixed, n_cmp, samples, D)
+    ms = _window_measurements(win, lengths, B) + fixed_ms + _exact_infos(m_fixed, far_exact, D, W0)
+    tables = _tables_at5(eps, f, bw, win[0], fixed, m_fixed, z_fixed, far_exact)
+    figure = _figure_at5(log_c, log_c2, weights, fixed, v_fixed, z_limit(n_cmp), D, W0)
+    return Evidence(
+        ms,
+        tables=tables,
+        figures=[figure],
+        setup=f"[B]'s law (d_h = {d}, base 10⁴); {samples}; ε = {eps}.",
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# mutants
+
+
+def _query_unrotated(original):
+    @functools.wraps(original)
+    def so2_scores_q_unrotated(q, k, theta, route="from_source", q_pos=None, pairing="half"):
+        q, k, theta = (np.asarray(x, dtype=float) for x in (q, k, theta))
+        phi = absolute_angles(theta, route)
+        return q @ rotate_blocks(k, -phi, pairing).T
+
+    return so2_scores_q_unrotated
+
+
+add_mutant(
+    "AT5",
+    "query-unrotated",
+    "posflow.simulate.transport:so2_scores",
+    _query_unrotated,
+    "so2_scores rotates the keys but leaves the query unrotated",
+)
+add_mutant(
+    "AT5",
+    "log-sinc-2%",
+    "posflow.theory.transport:log_sinc",
+    scaled_result(1.02),
+    "theory's ln(sin f/f) is 2% too large",
+)
+add_mutant(
+    "AT5",
+    "angle-scale-5%",
+    "posflow.simulate.orthogonal:SO2BlockLaw.sample_angles",
+    scaled_result(1.05),
+    "SO2BlockLaw draws θ_b ~ Unif[−1.05 f_b, 1.05 f_b]",
+)

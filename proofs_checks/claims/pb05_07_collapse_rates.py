@@ -1,0 +1,373 @@
+"""Claims PB5 and PB7 of [A, W]: collapse onto token 0 and its rates, and attention-only collapse
+(no collapse for summable schedules, PB4, and the dichotomy, PB6, are in
+:mod:`posflow.proofs_checks.claims.pb04_no_collapse` and
+:mod:`posflow.proofs_checks.claims.pb06_dichotomy`).
+
+Mass off token 0 is always measured both ways, ``1 − P[i,0]`` and ``Σ_{j≥1} P[i,j]``, with the
+row sum checked too, so a rollout that leaks mass cannot pass for one that collapses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import sympy as sp
+
+from posflow.proofs_checks.kit import (
+    CHAIN,
+    DENSE_APPLY,
+    RESIDUAL_STEP,
+    SUMMABILITY_TEST,
+    Context,
+    Evidence,
+    Table,
+    add_mutant,
+    at_least,
+    at_most,
+    close,
+    fp_tol,
+    holds,
+    info,
+    leaky_residual_step,
+    nan_max,
+    negated_result,
+    quiet,
+    quiet_log,
+    random_causal,
+    register,
+    reversed_layer_order,
+    swapped_residual_weights,
+    transposed_dense_apply,
+)
+from posflow.simulate.kernels import dense_kernel, uniform_kernel
+from posflow.simulate.rollout import constant, influence, power_decay, rollout_matrix
+from posflow.theory import rollout as th
+
+_EPS = float(np.finfo(np.float64).eps)  # 2.2e-16
+
+
+def _finite_max_abs(ys) -> float:
+    return max((abs(y) for y in ys if math.isfinite(y)), default=0.0)
+
+
+def _off_token0(P):
+    """For the rows i ≥ 1 of a rollout matrix (or a profile): 1 − P[i,0], Σ_{j≥1} P[i,j] and the
+    worst |row sum − 1|."""
+    P = np.atleast_2d(P)
+    rows = P[1:] if P.shape[0] > 1 else P
+    return 1.0 - rows[:, 0], rows[:, 1:].sum(axis=1), float(np.abs(P.sum(axis=1) - 1).max())
+
+
+def _ls_weights(x):
+    """Least-squares slope weights w (slope = Σ w_k y_k) for abscissae x."""
+    x = np.asarray(x, dtype=float)
+    d = x - x.mean()
+    return d / (d @ d)
+
+
+def _uniform_truncation(n, lam, T):
+    """For the uniform kernel with constant λ: 1 − p(0) = Σ_{k≥1} (−1)^{k+1} C(n−1,k) ρ_k^T,
+    ρ_k = 1 − λk/(k+1) (Hausdorff moments). Returns the bound Σ_{k≥2} C(n−1,k)/(n−1)
+    (ρ_k/ρ_1)^T on the relative size of everything but the leading mode."""
+    r1 = 1 - lam / 2
+    return sum(
+        math.comb(n - 1, k) / (n - 1) * ((1 - lam * k / (k + 1)) / r1) ** T for k in range(2, n)
+    )
+
+
+def _exponential_rate(K, n, lam, points=8):
+    """Fit the per-layer log-rate of Σ_{j≥1} p_T(j) for constant λ on the uniform kernel, on a
+    window where the sub-leading modes are below 1e-17 relative. Returns (slope, tolerance, window,
+    reason)."""
+    T_a = 1
+    while _uniform_truncation(n, lam, T_a) > 1e-17:
+        T_a = int(T_a * 1.1) + 1
+    step = max(1, T_a // (4 * points))
+    Ts = T_a + step * np.arange(points)
+    p0 = influence(K, constant(lam, T_a))
+    M = rollout_matrix(K, constant(lam, step))  # R^step
+    ys, p = [], p0
+    for _ in Ts:
+        ys.append(quiet_log(p[1:].sum()))
+        p = p @ M
+    w = _ls_weights(Ts)
+    trunc = _uniform_truncation(n, lam, T_a)
+    rel = (n + 4) * (int(Ts[-1]) + 1) * _EPS  # nonnegative arithmetic: relative error per entry
+    rel += _finite_max_abs(ys) * _EPS  # the log's own rounding
+    tol = float(np.abs(w).sum() * (rel + 2 * trunc))
+    reason = (
+        f"Σ|w_k|·(rounding + truncation) = {np.abs(w).sum():.3g}·({rel:.2g} + 2·{trunc:.1g}): "
+        f"rounding (n + 4)·T·ε for T ≤ {int(Ts[-1])} in nonnegative arithmetic plus |log|·ε, "
+        "truncation Σ_k≥2 C(n−1,k)/(n−1)(ρ_k/ρ_1)^T of the Hausdorff expansion"
+    )
+    return float(w @ np.array(ys)), tol, (int(Ts[0]), int(Ts[-1])), reason
+
+
+# the designed 3-token kernel of the polynomial-rate test: A[1,1] = a, A[2,2] = 0, so with
+# λ_0 = 1 the row-2 mode dies at t = 0 and 1 − P[2,0] = (v/a)·Γ(T+a)/(Γ(a)Γ(T+1)) for T ≥ 1
+_POLY_A, _POLY_V = 0.6, 0.3
+_POLY_KERNEL = [[1.0, 0.0, 0.0], [1 - _POLY_A, _POLY_A, 0.0], [1 - _POLY_V, _POLY_V, 0.0]]
+
+
+def _polynomial_exponent(T_lo, T_hi, points=8):
+    """Fit d log(1 − P[2,0]) / d log T for λ_t = 1/(t+1) on the designed kernel; the bracket for
+    the fitted slope from Wendel's inequality (T/(T+a))^{1−a} ≤ Γ(T+a)/(T^a Γ(T)) ≤ 1."""
+    K = dense_kernel(np.array(_POLY_KERNEL))
+    a = _POLY_A
+    Ts = np.unique(np.geomspace(T_lo, T_hi, points).astype(int))
+    lam = power_decay(1.0, 1.0, int(Ts[-1]))
+    P, prev, ys = np.eye(3), 0, []
+    for T in Ts:
+        P = rollout_matrix(K, lam[prev:T]) @ P  # R_{T−1}⋯R_prev · P(prev) = P(T)
+        prev = int(T)
+        _, off, _ = _off_token0(P)
+        ys.append(quiet_log(off[-1]))
+    w = _ls_weights(np.log(Ts))
+    L = -(1 - a) * np.log1p(a / Ts)  # log of Wendel's lower factor, ≤ 0
+    lo = (a - 1) + float(np.minimum(w * L, 0).sum())
+    hi = (a - 1) + float(np.maximum(w * L, 0).sum())
+    rel = 8 * int(Ts[-1]) * _EPS + _finite_max_abs(ys) * _EPS
+    return float(w @ np.array(ys)), lo, hi, float(np.abs(w).sum() * rel), Ts
+
+
+# ---------------------------------------------------------------------------------------------
+# PB5
+
+# name: (schedule λ(T), its exact (λ0, β) for theory.power_decay_collapses, tag)
+_SCHEDULES = {
+    "λ ≡ 1": (lambda T: constant(1.0, T), ("1", None), "lambda1"),
+    "λ ≡ 0.2": (lambda T: constant(0.2, T), ("1/5", None), "lambda0.2"),
+    "λ = 0.5/(t+1)": (lambda T: power_decay(0.5, 1.0, T), ("1/2", "1"), "harmonic0.5"),
+}
+
+
+def _pb5_rollouts(kernels, Ts, n):
+    """Full rollout matrices at depths ``Ts`` for every kernel and schedule: the worst
+    (1 − P[i,0]) − ∏(1 − ελ_t), log Σ_{j≥1} P[i,j] − log ∏(1 − ελ_t) and |row sum − 1|, and
+    the table rows at the last depth."""
+    T_top = Ts[-1]
+    worst_abs = worst_rel = worst_sum = -np.inf
+    rows = []
+    for kname, K in kernels.items():
+        eps = float(K.dense()[:, 0].min())
+        for sname, (sched, _, _) in _SCHEDULES.items():
+            lam_all = sched(T_top)
+            P, prev = np.eye(n), 0
+            for T in Ts:
+                P = rollout_matrix(K, lam_all[prev:T]) @ P  # = R_{T−1}⋯R_0
+                prev = T
+                one_minus, off, rowsum = _off_token0(P)
+                log_bound = float(np.log1p(-eps * lam_all[:T]).sum())  # log ∏(1 − ε λ_t)
+                worst_abs = nan_max(worst_abs, float(one_minus.max()) - math.exp(log_bound))
+                worst_rel = nan_max(worst_rel, float(np.log(off).max()) - log_bound)
+                worst_sum = nan_max(worst_sum, rowsum)
+            rows.append([kname, sname, eps, float(off[-1]), float(one_minus[-1]),
+                         math.exp(log_bound), math.exp(-eps * float(lam_all.sum()))])  # fmt: skip
+    return (worst_abs, worst_rel, worst_sum), rows
+
+
+def _pb5_bounds(worst_abs, worst_rel, worst_sum, T_top, n):
+    fp_abs = 2 * T_top * (n + 4) * _EPS  # ℓ1 rounding of a row after T_top stochastic steps
+    fp_rel = 2 * T_top * (n + 4) * _EPS  # relative, nonnegative arithmetic
+    return [
+        at_most("max_one_minus_P0_over_bound", worst_abs, 0.0,
+                fp_tol(fp_abs, f"ℓ1 rounding of a row after T ≤ {T_top} stochastic steps: "
+                               f"2·T·(n + 4)·ε = {fp_abs:.2g}"),
+                label="max_{i,T} (1 − P[i,0]) − ∏(1 − ελ_t)"),
+        at_most("max_log_offmass_over_bound", worst_rel, 0.0,
+                fp_tol(fp_rel, f"relative rounding in nonnegative arithmetic after T ≤ {T_top} "
+                               f"steps: 2·T·(n + 4)·ε = {fp_rel:.2g}"),
+                label="max_{i,T} log Σ_{j≥1} P[i,j] − log ∏(1 − ελ_t)"),
+        at_most("max_row_sum_error", worst_sum, 0.0,
+                fp_tol(fp_abs, f"2·T·(n + 4)·ε = {fp_abs:.2g}"), label="max_{i,T} |row sum − 1|"),
+    ]  # fmt: skip
+
+
+def _pb5_exact(U, n):
+    """The uniform kernel against the exact Hausdorff profile (theory.influence_exact) and the
+    digest's regression value."""
+    ms = []
+    for tag, sname, lam_exact, T in (
+        ("lambda1", "λ ≡ 1", [1] * 10, 10),
+        ("lambda0.2", "λ ≡ 0.2", ["1/5"] * 60, 60),
+        ("harmonic0.5", "λ = 0.5/(t+1)", [f"1/{2 * (t + 1)}" for t in range(60)], 60),
+    ):
+        exact = th.influence_exact(n, lam_exact)
+        ref_off = float(sum(exact[1:]))
+        p = influence(U, [float(sp.Rational(x)) for x in lam_exact])
+        tol = fp_tol(
+            8 * T * n * _EPS * ref_off + 2 * _EPS * ref_off,
+            f"relative 8·T·n·ε = 8·{T}·{n}·2.2e-16, λ read to the nearest double",
+        )
+        ms += [
+            close(f"uniform_{tag}_offmass_vs_exact", float(p[1:].sum()), ref_off, tol,
+                  label=f"uniform, {sname}, T = {T}: Σ_{{j≥1}} p(j) vs exact"),
+            close(f"uniform_{tag}_one_minus_p0_vs_exact", 1 - float(p[0]), ref_off,
+                  fp_tol(8 * T * n * _EPS, f"absolute 8·T·n·ε = 8·{T}·{n}·2.2e-16"),
+                  label=f"uniform, {sname}, T = {T}: 1 − p(0) vs exact"),
+        ]  # fmt: skip
+    # the digest's regression values (papers/A §6.3 item 5), to their printed rounding
+    p10 = influence(U, constant(1.0, 10))
+    ms.append(close("uniform_lambda1_T10_offmass_vs_digest", float(p10[1:].sum()), 4.4e-2,
+                    fp_tol(5e-4, "the digest prints 2 significant digits: 4.4e-2 ± 5e-4"),
+                    label="uniform, λ ≡ 1, T = 10: 1 − P_{63,0} vs the digest's 4.4e-2"),
+              )  # fmt: skip
+    return ms
+
+
+def _pb5_rates(U, n, full):
+    """Exponential rate for constant λ (uniform kernel: ρ = 1 − λ(1 − A_11), A_11 = 1/2
+    exactly) and the polynomial exponent on the designed kernel; the comparisons, the
+    exponential window and the polynomial depths."""
+    rate, rate_tol, window, reason = _exponential_rate(U, n, 0.2)
+    rho = float(th.hausdorff_moments(["1/5"], 1)[1])  # 1 − λ + λ/2, the leading mode's factor
+    T_lo, T_hi = (1000, 20000) if full else (300, 3000)
+    slope, lo, hi, sfp, pTs = _polynomial_exponent(T_lo, T_hi)
+    eps_poly = min(1 - _POLY_A, 1 - _POLY_V)  # = 0.4: the stated exponent ελ0 is attained
+    ms = [
+        close("exponential_rate_lambda0.2", rate, math.log(rho), fp_tol(rate_tol, reason),
+              label=f"uniform, λ ≡ 0.2: fitted log-rate per layer on T ∈ {list(window)} vs "
+                    "log(1 − λ/2)"),
+        at_most("exponential_rate_vs_stated_bound", rate, math.log1p(-0.2 / n),
+                fp_tol(rate_tol, reason),
+                label="uniform, λ ≡ 0.2: fitted log-rate vs the bound's log(1 − ελ), ε = 1/64"),
+        at_least("polynomial_exponent_vs_wendel_lower", slope, lo,
+                 fp_tol(sfp, "Σ|w_k|·8·T·ε on the logs"),
+                 label="designed kernel, λ_t = 1/(t+1): fitted d log(1 − P[2,0])/d log T vs "
+                       "the lower end of −ελ0 + Wendel bracket"),
+        at_most("polynomial_exponent_vs_wendel_upper", slope, hi,
+                fp_tol(sfp, "Σ|w_k|·8·T·ε on the logs"),
+                label="designed kernel, λ_t = 1/(t+1): fitted exponent vs the upper end of "
+                      "−ελ0 + Wendel bracket"),
+        info("stated_exponent", -eps_poly * 1.0, label="−ελ0 (ε = min_i A[i,0] = 0.4, λ0 = 1)"),
+    ]  # fmt: skip
+    return ms, window, pTs
+
+
+@register(
+    "PB5",
+    "[A, W, D]",
+    "collapse onto token 0 when Σλ_t = ∞ and A_t[i,0] ≥ ε: 1 − P[i,0] ≤ exp(−ε Σλ_t); "
+    "exponential rate for constant λ, polynomial T^{−ελ0} for λ_t = λ0/(t+1)",
+    assumptions=("A_t[i,0] ≥ ε > 0 for every i, t",),
+)
+@quiet
+def pb5(ctx: Context) -> Evidence:
+    n = 64
+    rng = np.random.default_rng(ctx.seed + 5)
+    kernels = {
+        "uniform": uniform_kernel(n),
+        "random causal": dense_kernel(random_causal(rng, n, floor=0.01)),
+    }
+    Ts = [1, 3, 10, 30, 100, 300, 1000] if ctx.full else [1, 3, 10, 30, 100, 300]
+    T_top = Ts[-1]
+    worst, rows = _pb5_rollouts(kernels, Ts, n)
+    ms = [
+        holds(f"symbolic_collapse_{tag}", th.power_decay_collapses(*key) is True,
+              label=f"theory.collapses says Σλ_t = ∞ for {sname}")
+        for sname, (_, key, tag) in _SCHEDULES.items()
+    ]  # fmt: skip
+    ms += _pb5_bounds(*worst, T_top, n)
+    ms += _pb5_exact(kernels["uniform"], n)
+    rate_ms, window, pTs = _pb5_rates(kernels["uniform"], n, ctx.full)
+    ms += rate_ms
+    table = Table(
+        "cases",
+        f"1 − P[n−1,0] at T = {T_top} against the bounds (n = {n})",
+        ["kernel", "schedule", "ε", "Σ_{j≥1} P[n−1,j]", "1 − P[n−1,0]", "∏(1 − ελ_t)",
+         "exp(−εΣλ_t)"],
+        rows,
+    )  # fmt: skip
+    return Evidence(
+        ms,
+        tables=[table],
+        setup=f"n = {n}: uniform and a seeded random causal kernel (A[i,0] ≥ 0.01), λ ≡ 1, 0.2 "
+        f"and 0.5/(t+1), full rollout matrices at T = {Ts}; exact Hausdorff profiles (T ≤ 60); "
+        f"exponential rate on the uniform kernel at λ = 0.2 (window {window}); polynomial "
+        f"exponent on a 3-token kernel A = {_POLY_KERNEL}, λ_t = 1/(t+1), T ∈ "
+        f"[{int(pTs[0])}, {int(pTs[-1])}].",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# PB7
+
+
+def _dense_last_row(As):
+    """e_{n−1} A_{T−1} ⋯ A_0 by dense NumPy vector–matrix products, shape (n,)."""
+    n = As[0].shape[0]
+    ref = np.eye(1, n, n - 1)[0]
+    for A in As[::-1]:
+        ref = ref @ A
+    return ref
+
+@register(
+    "PB7",
+    "[W]",
+    "attention-only rollout (λ ≡ 1) collapses onto token 0 exponentially fast",
+    assumptions=("A[i,0] ≥ ε > 0",),
+)
+@quiet
+def pb7(ctx: Context) -> Evidence:
+    rng = np.random.default_rng(ctx.seed + 7)
+    cases = 40 if ctx.full else 12
+    worst_dense = worst_abs = worst_rel = worst_sum = -np.inf
+    T_top, n_top = 60, 24
+    for _ in range(cases):
+        n, T = int(rng.integers(2, n_top + 1)), int(rng.integers(1, T_top + 1))
+        floors = rng.uniform(0.01, 0.2, T)
+        As = [random_causal(rng, n, floor=float(f)) for f in floors]  # non-commuting layers
+        p = influence([dense_kernel(A) for A in As], np.ones(T))
+        ref = _dense_last_row(As)
+        worst_dense = nan_max(worst_dense, float(np.abs(p - ref).max()))
+        eps = np.array([A[1:, 0].min() if n > 1 else 1.0 for A in As])
+        log_bound = float(np.log1p(-eps).sum())
+        one_minus, off, rowsum = _off_token0(p)
+        worst_abs = nan_max(worst_abs, float(one_minus[0]) - math.exp(log_bound))
+        worst_rel = nan_max(worst_rel, quiet_log(off[0]) - log_bound)
+        worst_sum = nan_max(worst_sum, rowsum)
+    fp = 2 * T_top * (n_top + 4) * _EPS
+    n = 64
+    rate, rate_tol, window, reason = _exponential_rate(uniform_kernel(n), n, 1.0)
+    ms = [
+        at_most("max_error_vs_dense_product", worst_dense, 0.0,
+                fp_tol(fp, f"ℓ1 rounding after T ≤ {T_top} steps of n ≤ {n_top}: "
+                           f"2·T·(n + 4)·ε = {fp:.2g}"),
+                label="max |influence − e_{n−1}A_{T−1}⋯A_0 (dense NumPy)|"),
+        at_most("max_one_minus_P0_over_bound", worst_abs, 0.0,
+                fp_tol(fp, f"2·T·(n + 4)·ε = {fp:.2g}"),
+                label="max (1 − p(0)) − ∏_t(1 − ε_t)"),
+        at_most("max_log_offmass_over_bound", worst_rel, 0.0,
+                fp_tol(fp, f"relative, nonnegative arithmetic: 2·T·(n + 4)·ε = {fp:.2g}"),
+                label="max log Σ_{j≥1} p(j) − log ∏_t(1 − ε_t)"),
+        at_most("max_row_sum_error", worst_sum, 0.0, fp_tol(fp, f"2·T·(n + 4)·ε = {fp:.2g}"),
+                label="max |Σ_j p(j) − 1|"),
+        close("uniform_rate_vs_subdominant_eigenvalue", rate, math.log(0.5),
+              fp_tol(rate_tol, reason),
+              label=f"uniform n = {n}, λ ≡ 1: fitted log-rate on T ∈ {list(window)} vs "
+                    "log A_11 = log(1/2)"),
+        at_most("uniform_rate_vs_stated_bound", rate, math.log1p(-1 / n), fp_tol(rate_tol, reason),
+                label=f"uniform n = {n}, λ ≡ 1: fitted log-rate vs log(1 − ε), ε = 1/{n}"),
+        info("random_rollouts", cases),
+    ]  # fmt: skip
+    return Evidence(
+        ms,
+        setup=f"{cases} seeded attention-only rollouts (λ ≡ 1), n ≤ {n_top}, T ≤ {T_top}, each "
+        "layer its own Dirichlet kernel with A_t[i,0] ≥ ε_t ~ U[0.01, 0.2]; the rate on the "
+        f"uniform kernel n = {n} (window {window}).",
+    )
+
+
+# -- mutants: small realistic breaks each claim above must catch ----------------------------------
+add_mutant(("PB5", "PB7"), "residual-weights-swapped", RESIDUAL_STEP, swapped_residual_weights,
+           "the residual step computes λ p + (1 − λ) p A "
+           "(λ read as the residual weight)")  # fmt: skip
+add_mutant("PB5", "summability-test-inverted", SUMMABILITY_TEST, negated_result,
+           "theory.collapses' comparison tests conclude the opposite way")  # fmt: skip
+add_mutant(("PB5", "PB7"), "leaky-attention-branch", RESIDUAL_STEP, leaky_residual_step(1e-6),
+           "the attention branch of each step loses 1e-6 of its mass")  # fmt: skip
+add_mutant(("PB5", "PB7"), "transposed-dense-kernel", DENSE_APPLY, transposed_dense_apply,
+           "a measured kernel is applied as p Aᵀ instead of p A")  # fmt: skip
+add_mutant("PB7", "reversed-layer-order", CHAIN, reversed_layer_order(),
+           "the layer product taken as R_0 ⋯ R_{T−1} instead of R_{T−1} ⋯ R_0")  # fmt: skip

@@ -1,0 +1,66 @@
+"""Claim AT8 (proofs_checks.claims.at08_bessel_tail): the measured numbers against independent
+references."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.special import i0
+
+from posflow.proofs_checks.claims.at08_bessel_tail import _sharp_tail as sharp_tail
+from posflow.proofs_checks.kit import Context, get_claim, run_claim
+from posflow.simulate.concentration import i0_series_dominated
+from posflow.theory import transport as th
+
+IDS = ["AT8"]
+
+
+@pytest.fixture(scope="module")
+def results():
+    ctx = Context(size="quick", seed=0)
+    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+
+
+@pytest.mark.parametrize("cid", IDS)
+def test_claim_holds_with_judged_tolerances(results, cid):
+    res = results[cid]
+    assert res.status == "HOLDS", res.error or res.evidence.summary
+    for m in res.evidence.measurements:
+        if m.judged:
+            assert m.tol is not None and m.tol.reason
+        if m.tol is not None and m.tol.kind == "statistical":
+            assert "comparisons" in m.tol.reason and "level" in m.tol.reason
+
+
+def test_at8_i0_series_and_grid():
+    assert i0_series_dominated()
+    x = np.linspace(0, 20, 2001)
+    assert np.all(i0(x) <= np.exp(x * x / 4) * (1 + 1e-14))
+
+
+@pytest.mark.parametrize("x", [0.3, 1.0, 4.0])
+def test_at8_mgf_of_a_mixed_block_is_i0(x):
+    # E e^{x cos ψ}, ψ uniform: (1/2π)∫ e^{x cos ψ} dψ = I₀(x)
+    mgf = quad(lambda p: math.exp(x * math.cos(p)), -math.pi, math.pi)[0] / (2 * math.pi)
+    assert mgf == pytest.approx(float(i0(x)), rel=1e-12)
+    assert mgf <= math.exp(x * x / 4)
+
+
+def test_at8_sharp_tail_closed_form():
+    rng = np.random.default_rng(3)
+    qn, kn = rng.uniform(0, 2, 10), rng.uniform(0, 2, 10)
+    t = np.array([0.0, 0.5, 2.0, 5.0])
+    want = 2 * np.exp(-(t**2) / np.sum((qn * kn) ** 2))
+    np.testing.assert_allclose(sharp_tail(t, qn, kn), want, rtol=1e-14)
+    # twice Hoeffding's exponent: sharp = 2 (Hoeffding/2)²
+    np.testing.assert_allclose(
+        sharp_tail(t, qn, kn), 2 * (th.hoeffding_tail(t, qn, kn) / 2) ** 2, rtol=1e-13
+    )
+
+
+def test_at8_tail_table_is_under_the_sharp_bound(results):
+    tab = results["AT8"].evidence.table("tails")
+    for _, _, mc, sharp, hoeffding in tab.rows:
+        assert sharp <= hoeffding
+        assert mc <= sharp + 4 * math.sqrt(max(sharp, 1e-4) / 20_000)  # N = 20,000, 4 SE

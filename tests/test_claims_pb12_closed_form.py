@@ -1,0 +1,40 @@
+"""Claim PB12 (claims.pb12_closed_form): closed form, Monte Carlo and the Hoeffding bound."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from posflow.proofs_checks.claims import pb12_closed_form as pb12
+from posflow.proofs_checks.kit import Context, get_claim, run_claim
+from posflow.theory import rollout as th
+
+IDS = ["PB12"]
+
+
+@pytest.fixture(scope="module")
+def results():
+    ctx = Context(size="quick", seed=0)
+    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+
+
+def test_every_claim_holds(results):
+    for cid in IDS:
+        assert results[cid].status == "HOLDS", (cid, results[cid].evidence.summary)
+
+
+def test_pb12_numbers_and_bound(results):
+    ev = results["PB12"].evidence
+    assert ev["atom"].value == pytest.approx((2 / 3) * (1 / 2) * (4 / 5) * (1 / 4), rel=1e-15)
+    assert ev["max_abs_error_exact_vs_numeric"].value <= 1e-13
+    assert ev["monte_carlo_p0"].tol.kind == "statistical"
+    assert ev["cdf_gap_n64000"].value < ev["cdf_gap_n4000"].value
+    # the closed-form bound dominates the Hoeffding integral ∫ f(y) e^{-2N(x-y)^2} dy
+    law = th.limit_law(["1/3", "1/2", "1/5", "3/4"])
+    N = 3999
+    for x in (0.1, 0.3, 0.7, 0.95):
+        integral = integrate.quad(
+            lambda y, x=x: float(law.pdf(y)) * math.exp(-2 * N * (x - y) ** 2), 0, 1, points=[x]
+        )[0]
+        assert integral <= pb12._hoeffding_bound(law, np.array([x]), N)[0]

@@ -1,0 +1,168 @@
+"""Claim PB15 (the quick preset is swapped for the tiny one where a model is trained): the verdict
+rule on hand-made bootstrap replicates, the subjects, the check end to end and the stored study
+it shows. The profiles pipeline itself is tested in tests/test_simulate_models_profiles.py."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from posflow.proofs_checks.claims import pb15_measured_lm as P
+from posflow.proofs_checks.claims import pb15_measured_lm as models_claims
+from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE
+from posflow.proofs_checks.kit._registry import Context, get_claim
+from posflow.simulate.models import train as T
+from posflow.simulate.models.profiles import percentile_interval
+from posflow.simulate.models.profiles_bootstrap import Bootstrap
+
+
+@pytest.fixture
+def tiny_quick(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setitem(T.PRESETS, "quick", T.PRESETS["tiny"])
+    return tmp_path
+
+
+def test_claims_are_registered_with_honest_tags():
+    assert get_claim("PB15").check is models_claims.pb15 is P.pb15
+    assert get_claim("PB15").source == "[A, ours]"
+
+
+# -- PB15: the verdict rule ---------------------------------------------------------------------
+
+
+def _bootstrap_with(diffs: dict, B=1000):
+    """A Bootstrap whose W1(b) − W1(x) replicates are ``diffs[x]`` (uniform draws)."""
+    rng = np.random.default_rng(0)
+    w1 = {"b": np.full(B + 1, 0.5)}
+    for x in P.RIVALS:
+        lo, hi = diffs[x]
+        d = np.concatenate([[(lo + hi) / 2], rng.uniform(lo, hi, B)])
+        w1[x] = 0.5 - d
+    z = np.zeros((B + 1, 4))
+    return Bootstrap({}, z, z[:, :3], w1, {}, z[:, 0], z[:, 0], np.arange(3), 0.0)
+
+
+def test_the_verdict_rule_on_hand_made_replicates():
+    bs = _bootstrap_with(
+        {
+            "a": (-0.3, -0.1),  # below 0: beaten
+            "geometric": (-0.01, 0.02),  # contains 0: undecided
+            "linear": (0.01, 0.02),  # above 0: (b) is worse
+            "uniform": (0.0, 0.0),  # identical profiles: not beaten
+            "shuffled": (-0.02, -0.01),
+        }
+    )
+    ms, rows = P._judge("m", "model", bs, 0.99, 10)
+    by = {m.key: m for m in ms}
+    assert by["m.w1_b_minus_a"].passed is True
+    assert by["m.w1_b_minus_geometric"].test == "undecided"
+    assert by["m.w1_b_minus_linear"].passed is False
+    assert by["m.w1_b_minus_uniform"].passed is False
+    assert by["m.w1_b_minus_shuffled"].passed is True
+    assert [r[4] for r in rows] == ["beats", "?", "no", "no", "beats"]
+    # the interval is the 0.5 % … 99.5 % percentile of the replicates
+    lo, hi = percentile_interval(bs.w1["b"] - bs.w1["a"], 0.99)
+    assert -0.3 < lo < -0.29 and -0.11 < hi < -0.1
+
+
+def test_subjects_are_the_toy_model_and_smollm2_when_installed(monkeypatch):
+    monkeypatch.setattr(P, "_smollm2_installed", lambda: True)
+    for size, (n, N) in (("quick", P.SMOLLM2_QUICK), ("full", P.SMOLLM2_FULL)):
+        subs = P.subjects(Context(size=size))
+        assert [s.tag for s in subs] == ["toy", "smollm2"]
+        assert subs[1].load.args == (n, N, 0)
+    assert P.SMOLLM2_FULL[1] >= 64  # the issue's N ≥ 64 sequences
+    monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
+    assert [s.tag for s in P.subjects(Context(size="full"))] == ["toy"]
+
+
+# -- PB15 end to end ---------------------------------------------------------------------------
+
+
+def test_pb15_verdict_follows_the_intervals(tiny_quick):
+    ev = models_claims.pb15(Context())
+    rows = {r[0]: r for r in ev.table("toy.differences").rows}
+    assert set(rows) == set(P.RIVALS)
+    for x, (_, _point, lo, hi, beats) in rows.items():
+        m = ev[f"toy.w1_b_minus_{x}"]
+        assert lo <= hi and m.value == hi
+        if beats == "beats":
+            assert m.passed is True and hi < 0
+        elif beats == "?":
+            assert m.test == "undecided" and lo < 0 <= hi
+        else:
+            assert m.passed is False and lo >= -1e-9
+    failed = any(r[4] == "no" for r in rows.values())
+    undecided = any(r[4] == "?" for r in rows.values())
+    assert ev.status == (FAILS if failed else INCONCLUSIVE if undecided else HOLDS)
+    assert ev["toy.verdict"].value == ev.status  # one model: its sub-verdict is the verdict
+    assert ev["toy.library_vs_batched_rollout"].passed
+    assert ev["toy.n"].value == T.PRESETS["tiny"].train.seq_len  # its training length
+    assert ev["toy.layers"].value == 2
+    lam = ev.table("toy.lambdas").rows
+    assert len(lam) == 2 and all(0 < r[1] < 1 and r[2] <= r[1] <= r[3] for r in lam)
+    assert abs(ev["toy.sum_lambda"].value - sum(r[1] for r in lam)) < 1e-12
+    assert "not a test of depth" in ev["toy.depth"].value
+    prof = {r[0]: r for r in ev.table("toy.profiles").rows}
+    assert set(prof) == {*P.PREDICTED, *P.NULLS, "measured"}
+    for k in (*P.PREDICTED, *P.NULLS):
+        assert 0 <= prof[k][3] <= prof[k][2] <= prof[k][4] <= 1  # W1 inside its interval
+        assert abs(prof[k][2] - ev[f"toy.w1_{k}"].value) < 1e-15
+    # the geometric null has the measured mean position
+    assert abs(prof["geometric"][8] - prof["measured"][8]) < 1e-6
+    (fig,) = [f for f in ev.figures if f.name.startswith("pb15_toy")]
+    assert fig.name == "pb15_toy" and len(fig.panels) == 3
+    from posflow.simulate.models.study import stored_study
+
+    if stored_study() is not None:  # the stored SmolLM2 study is shown beside it
+        assert [f.name for f in ev.figures] == ["pb15_toy", "pb15_smollm2_study"]
+
+
+def test_without_torch_pb15_is_inconclusive(monkeypatch):
+    from posflow.proofs_checks import kit
+
+    monkeypatch.setattr(kit, "optional_torch", lambda: None)
+    for check in (models_claims.pb15,):
+        ev = check(Context())
+        assert ev.status == INCONCLUSIVE and "torch" in ev.summary
+
+
+def test_the_stored_study_in_pb15_is_reported_from_its_numbers():
+    from posflow.proofs_checks.claims.pb15_study import study_evidence
+
+    rng = np.random.default_rng(0)
+    n, L = 6, 3
+
+    def rec(v):
+        return [v, 0.01, v - 0.02, v + 0.02]
+
+    stats = {}
+    for k in ("a", "b", "c", "d", "e", "geometric", "linear", "uniform", "shuffled"):
+        stats[f"w1.{k}"] = rec({"e": 0.1, "d": 0.2}.get(k, 0.4))
+        stats[f"spearman.{k}"] = rec(0.3)
+        stats[f"first.{k}"] = rec(0.5)
+    stats["first.measured"] = rec(0.05)
+    for t in range(L):
+        for name in ("lambda", "sink.attention_on_0", "sink.value_share_of_0",
+                     "sink.gradient_influence_of_0"):  # fmt: skip
+            stats[f"{name}.{t}"] = rec(0.1 * (t + 1))
+    p = rng.dirichlet(np.ones(n))
+    run = {"n": n, "sequences": 64, "groups": 8, "confidence": 0.95, "stats": stats,
+           "profiles": {k: list(p) for k in (*"abcde", "geometric", "linear", "uniform",
+                                              "shuffled", "measured")},
+           "best": "e", "differences": {k: rec(0.0) for k in (*"abcde", "geometric", "linear",
+                                                              "uniform", "shuffled")},
+           "layers": L}  # fmt: skip
+    store = {"setup": {"command": "cmd", "text": "txt"}, "runs": {str(n): run}}
+    ms, tables, figs, setup = study_evidence(store)
+    by = {m.key: m for m in ms}
+    assert by["smollm2_study.best"].value.startswith("e: ")
+    assert all(m.test == "info" for m in ms)
+    sinks = next(t for t in tables if t.key == "smollm2_study.sinks")
+    assert sinks.rows[1][:4] == pytest.approx([1, 0.2, 0.18, 0.22], abs=1e-15)  # λ_1 est, lo, hi
+    prof = next(t for t in tables if t.key == "smollm2_study.profiles")
+    assert len(prof.rows) == 9 and all(len(r) == len(prof.columns) for r in prof.rows)
+    assert len(figs[0].panels) == 2  # one per n and the sinks
+    assert "median 0.2" in setup and "(e) 0.1 < (d) 0.2" in setup

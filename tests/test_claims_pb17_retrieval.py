@@ -1,0 +1,159 @@
+"""PB17: lost in the middle, measured and predicted — the evidence against independent numbers.
+
+The check runs here on a tiny random Llama with a word-level tokenizer (monkeypatched in place of
+SmolLM2), so the comparisons can be recomputed from the evidence's own tables; the real-model run
+is exercised by the mutant test (tests/test_proofs_checks_mutants.py)."""
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+from posflow.proofs_checks.claims import pb17_retrieval as pb  # noqa: E402
+from posflow.proofs_checks.kit import Context, get_claim  # noqa: E402
+from posflow.simulate.models import retrieval as R  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    vocab = ["[UNK]", *map(str, range(10)), " ", "\n", ":", ".",
+             *"Each word below has a number".split(), *R.WORDS[:40]]  # fmt: skip
+    wl = tokenizers.models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]")
+    t = tokenizers.Tokenizer(wl)
+    t.pre_tokenizer = tokenizers.pre_tokenizers.Split(
+        tokenizers.Regex(r"\d|\s|[^\w\s]|\w+"), behavior="isolated"
+    )
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=t, unk_token="[UNK]")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
+                                   num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, max_position_embeddings=512)  # fmt: skip
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    return model.eval(), tok
+
+
+@pytest.fixture(scope="module")
+def evidence(tiny):
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pb, "_model", lambda: tiny)
+    mp.setattr(pb, "_installed", lambda: True)
+    mp.setitem(pb.QUICK, "contexts", 8)
+    try:
+        yield pb.pb17(Context())
+    finally:
+        mp.undo()
+
+
+def test_registered_as_ours():
+    claim = get_claim("PB17")
+    assert claim.source == "[ours]" and "interior dip" in claim.statement
+
+
+def test_without_the_model_it_is_undecided_naming_the_install_command(monkeypatch):
+    monkeypatch.setattr(pb, "_installed", lambda: False)
+    ev = pb.pb17(Context())
+    assert ev.status == "INCONCLUSIVE"
+    assert "posflow models install smollm2-135m" in ev.summary
+
+
+def test_the_dip_by_hand():
+    k = np.arange(7)
+    mean = (k - 2.0) ** 2 / 4 - 3  # minimum at k = 2, ends −2 and 3.25 − 3 = 0.25 → −2 − (−3) = 1
+    cur = R.PositionCurve(mean, mean - 0.2, mean + 0.3, 0.95, 100)
+    kmin, interior, depth, sep = pb._dip(cur)
+    assert (kmin, interior) == (2, True)
+    assert depth == pytest.approx(1.0) and sep == pytest.approx(1.0 - 0.2 - 0.3)
+    assert pb._dip(R.PositionCurve(k * 1.0, k - 1.0, k + 1.0, 0.95, 100))[:2] == (0, False)
+
+
+def rows(ev, K):
+    t = ev.table("position_curves")
+    return np.array([r for r in t.rows if r[0] == K], dtype=float)
+
+
+def test_the_judged_numbers_recompute_from_the_curves(evidence):
+    ev = evidence
+    for K in pb.QUICK["Ks"]:
+        r = rows(ev, K)
+        assert r.shape == (K, 9) and (r[:, 1] == np.arange(K)).all()
+        mean, lo, hi = r[:, 2], r[:, 3], r[:, 4]
+        assert ((lo <= mean) & (mean <= hi)).all()  # the bootstrap interval holds the mean
+        kmin = int(np.argmin(mean))
+        assert ev[f"argmin_K{K}"].value == kmin
+        assert ev[f"dip_interior_K{K}"].value == (0 < kmin < K - 1)
+        depth = min(mean[0], mean[-1]) - mean[kmin]
+        assert ev[f"dip_depth_K{K}"].value == pytest.approx(depth, abs=1e-12)
+        sep = min(lo[0], lo[-1]) - hi[kmin]
+        assert ev[f"dip_separation_K{K}"].value == pytest.approx(sep, abs=1e-12)
+        rho = spearmanr(mean, r[:, 8]).statistic
+        assert ev[f"spearman_K{K}"].value == pytest.approx(rho, abs=1e-12)
+        assert ev[f"spearman_lo_K{K}"].value <= ev[f"spearman_K{K}"].value + 1e-12
+        assert ((r[:, 5] >= 0) & (r[:, 5] <= 1)).all() and (r[:, 8] > 0).all()
+
+
+def test_controls_pass_and_the_verdict_follows_the_comparisons(evidence):
+    ev = evidence
+    for K in pb.QUICK["Ks"]:
+        assert ev[f"positions_labelled_K{K}"].passed and ev[f"positions_labelled_K{K}"].role == (
+            "control")  # fmt: skip
+        assert ev[f"logprob_vs_direct_K{K}"].passed
+    fails = [m.key for m in ev.failed]
+    assert ev.status == ("FAILS" if fails else "HOLDS")
+
+
+def test_the_depth_sensitivity_table_is_the_comparison_at_each_threshold(evidence):
+    t = evidence.table("dip_depth_sensitivity")
+    assert {r[0] for r in t.rows} == set(pb.DEPTH_GRID)
+    for delta, K, depth, depth_ok, dip_ok in t.rows:
+        assert depth == pytest.approx(evidence[f"dip_depth_K{K}"].value)
+        assert depth_ok == (depth >= delta)
+        want = (evidence[f"dip_interior_K{K}"].value and depth >= delta
+                and evidence[f"dip_separation_K{K}"].value >= 0)  # fmt: skip
+        assert dip_ok == want
+    depth = evidence[f"dip_depth_K{pb.QUICK['Ks'][0]}"]
+    assert depth.tol.kind == "parameter" and depth.tol.parameter == "dip_depth"
+
+
+def test_the_figure_has_measured_and_predicted_panels_per_K(evidence):
+    (fig,) = evidence.figures
+    assert len(fig.panels) == 3 * len(pb.QUICK["Ks"])
+    pred = [p for p in fig.panels if p.title.startswith("predicted")]
+    for p in pred:  # the predicted line mass, normalised
+        assert sum(p.series[0].y) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("name", ["query-position-shifted", "logprob-wrong-offset"])
+def test_each_mutant_breaks_a_control_that_passes_unmutated(tiny, evidence, monkeypatch, name):
+    from posflow.proofs_checks import kit as mut
+
+    (m,) = [m for m in mut.mutants_of("PB17") if m.name == name]
+    monkeypatch.setattr(pb, "_model", lambda: tiny)
+    monkeypatch.setattr(pb, "_installed", lambda: True)
+    monkeypatch.setitem(pb.QUICK, "contexts", 8)
+    with mut.mutated(m):
+        ev = pb.pb17(Context())
+    newly = {x.key for x in ev.failed} - {x.key for x in evidence.failed}
+    assert ev.status == "FAILS" and newly
+    control = "positions_labelled" if name == "query-position-shifted" else "logprob_vs_direct"
+    assert {f"{control}_K{K}" for K in pb.QUICK["Ks"]} <= newly
+
+
+def test_every_profile_is_reported_and_the_judged_one_is_the_stored_best(evidence):
+    from posflow.simulate.models.study import PROFILES, best_profile, stored_study
+
+    store = stored_study()
+    best = best_profile(store)[0] if store and store.get("runs") else "b"
+    assert evidence["best_profile"].value.startswith(f"{best}: ")
+    t = evidence.table("spearman_by_profile")
+    for K in pb.QUICK["Ks"]:
+        got = {r[1]: r for r in t.rows if r[0] == K}
+        assert set(got) == set("abcde") and set(got) <= set(PROFILES)
+        judged = [k for k, r in got.items() if r[6]]
+        assert judged == [best]
+        assert got[best][3] == evidence[f"spearman_K{K}"].value
+        assert got[best][4] == evidence[f"spearman_lo_K{K}"].value
+        for r in got.values():
+            assert r[4] <= r[3] + 1e-12 <= r[5] + 2e-12 or np.isnan(r[3])
