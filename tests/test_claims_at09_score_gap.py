@@ -5,27 +5,17 @@ import math
 
 import numpy as np
 import pytest
-
-from posflow.proofs_checks.kit import Context, get_claim, run_claim
+from claim_runs import holds_with_judged_tolerances, results_fixture
 
 IDS = ["AT9"]
 
 
-@pytest.fixture(scope="module")
-def results():
-    ctx = Context(size="quick", seed=0)
-    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+results = results_fixture(IDS)
 
 
 @pytest.mark.parametrize("cid", IDS)
 def test_claim_holds_with_judged_tolerances(results, cid):
-    res = results[cid]
-    assert res.status == "HOLDS", res.error or res.evidence.summary
-    for m in res.evidence.measurements:
-        if m.judged:
-            assert m.tol is not None and m.tol.reason
-        if m.tol is not None and m.tol.kind == "statistical":
-            assert "comparisons" in m.tol.reason and "level" in m.tol.reason
+    holds_with_judged_tolerances(results[cid])
 
 
 def test_at9_table_medians(results):

@@ -4,29 +4,21 @@ references, and the relaxation ``bounded_logits``."""
 import math
 
 import pytest
+from claim_runs import holds_with_judged_tolerances, results_fixture
 
 from posflow.proofs_checks.claims.at10_far_mass import bounded_logits_violation
-from posflow.proofs_checks.kit import Context, get_claim, run_claim
 from posflow.proofs_checks.kit import _counterexamples as counterexamples
+from posflow.proofs_checks.kit import get_claim
 
 IDS = ["AT10"]
 
 
-@pytest.fixture(scope="module")
-def results():
-    ctx = Context(size="quick", seed=0)
-    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+results = results_fixture(IDS)
 
 
 @pytest.mark.parametrize("cid", IDS)
 def test_claim_holds_with_judged_tolerances(results, cid):
-    res = results[cid]
-    assert res.status == "HOLDS", res.error or res.evidence.summary
-    for m in res.evidence.measurements:
-        if m.judged:
-            assert m.tol is not None and m.tol.reason
-        if m.tol is not None and m.tol.kind == "statistical":
-            assert "comparisons" in m.tol.reason and "level" in m.tol.reason
+    holds_with_judged_tolerances(results[cid])
 
 
 def test_at10_minimisation_reaches_the_direct_formula(results):

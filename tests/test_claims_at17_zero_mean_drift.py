@@ -4,30 +4,19 @@ independent references, and its relaxation."""
 import math
 
 import pytest
+from claim_runs import holds_with_reasoned_tolerances, results_fixture
 
 from posflow.proofs_checks.claims.at17_zero_mean_drift import zero_mean_violation
-from posflow.proofs_checks.kit import Context, get_claim, run_claim
 
 IDS = ["AT17"]
 
 
-@pytest.fixture(scope="module")
-def results():
-    ctx = Context(size="quick", seed=0)
-    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+results = results_fixture(IDS)
 
 
 @pytest.mark.parametrize("cid", IDS)
 def test_claim_holds_with_reasoned_tolerances(results, cid):
-    r = results[cid]
-    assert r.error == "", r.error
-    ev = r.evidence
-    assert ev.status == "HOLDS", ev.summary
-    for m in ev.measurements:
-        if m.judged and m.test != "true":
-            assert m.tol.kind in ("exact", "floating-point", "statistical"), m.key
-            assert m.tol.reason, m.key
-    assert any(m.role == "control" for m in ev.measurements)
+    holds_with_reasoned_tolerances(results[cid])
 
 
 def test_at17_exact_mean_directions(results):

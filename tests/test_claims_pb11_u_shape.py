@@ -3,19 +3,16 @@ dips and sensitivity, and the residual relaxation."""
 
 import numpy as np
 import pytest
+from claim_runs import results_fixture
 from shape_refs import dense_last_row, softmax_kernel
 
 from posflow.proofs_checks import kit
 from posflow.proofs_checks.claims import pb11_u_shape as pb11
-from posflow.proofs_checks.kit import Context, get_claim, run_claim
 
 IDS = ["PB11"]
 
 
-@pytest.fixture(scope="module")
-def results():
-    ctx = Context(size="quick", seed=0)
-    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+results = results_fixture(IDS)
 
 
 def test_every_claim_holds(results):

@@ -4,19 +4,16 @@ import math
 
 import numpy as np
 import pytest
+from claim_runs import results_fixture
 from scipy import integrate
 
 from posflow.proofs_checks.claims import pb12_closed_form as pb12
-from posflow.proofs_checks.kit import Context, get_claim, run_claim
 from posflow.theory import rollout as th
 
 IDS = ["PB12"]
 
 
-@pytest.fixture(scope="module")
-def results():
-    ctx = Context(size="quick", seed=0)
-    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+results = results_fixture(IDS)
 
 
 def test_every_claim_holds(results):

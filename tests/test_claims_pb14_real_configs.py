@@ -3,17 +3,13 @@ an independent dense rollout."""
 
 import numpy as np
 import pytest
+from claim_runs import results_fixture
 from shape_refs import softmax_kernel
-
-from posflow.proofs_checks.kit import Context, get_claim, run_claim
 
 IDS = ["PB14"]
 
 
-@pytest.fixture(scope="module")
-def results():
-    ctx = Context(size="quick", seed=0)
-    return {cid: run_claim(get_claim(cid), ctx) for cid in IDS}
+results = results_fixture(IDS)
 
 
 def test_every_claim_holds(results):
