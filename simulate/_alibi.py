@@ -41,7 +41,7 @@ import numpy as np
 from posflow.simulate import _scan
 from posflow.simulate._alibi_nb import alibi_step, content_tables
 from posflow.simulate._kernel import Kernel, check_n
-from posflow.simulate._validate import as_vector, ensure_fits
+from posflow.simulate._validate import as_vector, ensure_fits, ensure_memory
 from posflow.simulate.backend import host, namespace, resolve_backend
 
 __all__ = ["AlibiKernel", "alibi_kernels", "alibi_slopes"]
@@ -107,9 +107,30 @@ def _weights(head_weights, H: int) -> np.ndarray:
     if head_weights is None:
         return np.full(H, 1.0 / H)
     w = as_vector(host(head_weights), "head_weights", size=H)
-    if (w < 0).any() or w.sum() <= 0:
-        raise ValueError("head_weights must be nonnegative with a positive sum")
-    return w / w.sum()
+    if (w < 0).any():
+        raise ValueError("head_weights must be nonnegative")
+    total = w.sum()
+    if not abs(total - 1.0) <= _WEIGHT_ATOL:
+        raise ValueError(
+            f"head_weights must sum to 1 (within {_WEIGHT_ATOL:g}); got a sum of {float(total)!r}"
+        )
+    return w / total  # removes the rounding of the sum
+
+
+# Head weights must sum to 1 within the row tolerance of dense kernels: the rounding of weights
+# computed in float64 (H u ≈ 1e-14 for H ≤ 100) passes; weights in other units are refused.
+_WEIGHT_ATOL = 1e-9
+
+
+def _ensure_tables_fit(n: int, m: np.ndarray, layers: int, what: str) -> None:
+    """Refuse (naming n) tables that would not fit in memory, before allocating them: the
+    slope tables E, R (nt, H+), per layer the weights (nt, H+), the diagonal (n) and its row
+    pieces, and for negative heads about six (n, H−) arrays per layer."""
+    nt = _table_rows(n, m)
+    pos = int(np.count_nonzero(m >= 0))
+    neg = m.size - pos
+    floats = 2.0 * nt * pos + layers * (nt * (pos + 1.0) + 2.0 * n + 6.0 * n * neg)
+    ensure_memory(8.0 * floats, f"n = {n}", f"{what} (its tables)")
 
 
 def _table_rows(n: int, m: np.ndarray) -> int:
@@ -187,6 +208,7 @@ class AlibiKernel(Kernel):
         self.n = check_n(n)
         self._place(backend, device, slopes, content, head_weights)
         m, c, w = _heads(slopes, content, head_weights)
+        _ensure_tables_fit(self.n, m, 1, "alibi_kernel")
         st = _SlopeTables(self.n, m)
         diag, w_pos, w_neg = _layer_tables(st, c[None, :], w)
         self._install(st, c, w, diag[0], w_pos[0], None if w_neg is None else w_neg[0])
@@ -342,7 +364,8 @@ def alibi_kernels(n, slopes, content, head_weights=None, *, backend=None, device
         Diagonal content offsets, one row per layer (finite; a column (L, 1) gives every head
         of a layer the same value). L = 0 gives an empty list.
     head_weights : array_like, shape (H,), optional
-        Nonnegative head weights shared by every layer, normalised to sum 1; uniform by default.
+        Nonnegative head weights shared by every layer, summing to 1 (within 1e-9); uniform by
+        default.
     backend, device : str, optional
         As for :func:`posflow.simulate.kernels.alibi_kernel`.
 
@@ -353,7 +376,8 @@ def alibi_kernels(n, slopes, content, head_weights=None, *, backend=None, device
         their per-layer slope work, exponentials and logarithms.
 
     Raises ValueError naming ``n``/``slopes``/``content``/``head_weights`` when one is empty,
-    not finite or of the wrong shape, and for negative head weights; TypeError for non-numbers.
+    not finite or of the wrong shape, for negative head weights or weights that do not sum to
+    1, and naming ``n`` when the tables would not fit in memory; TypeError for non-numbers.
     """
     n = check_n(n)
     backend, device = resolve_backend(backend, device, slopes, content, head_weights)
@@ -370,6 +394,7 @@ def alibi_kernels(n, slopes, content, head_weights=None, *, backend=None, device
     m = np.broadcast_to(m, (H,)).copy()
     C = np.ascontiguousarray(np.broadcast_to(C, (C.shape[0], H)))
     hw = _weights(head_weights, H)
+    _ensure_tables_fit(n, m, C.shape[0], "alibi_kernels")
     st = _SlopeTables(n, m)
     diag, w_pos, w_neg = _layer_tables(st, C, hw)
     return [

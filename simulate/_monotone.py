@@ -18,7 +18,12 @@ __all__ = ["is_stochastically_monotone", "monotonicity_deficit"]
 def _as_matrix(K) -> np.ndarray:
     if isinstance(K, Kernel):
         return np.asarray(host(K.dense()), dtype=np.float64)
-    M = np.asarray(host(K), dtype=np.float64)
+    if isinstance(K, str | bytes):
+        raise TypeError("K must be a Kernel or a square matrix of numbers; got a string")
+    try:
+        M = np.asarray(host(K), dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"K must be a Kernel or a square matrix of numbers; got {K!r}") from exc
     if M.ndim != 2 or M.shape[0] != M.shape[1]:
         raise ValueError(f"K must be a Kernel or a square matrix; got shape {M.shape}")
     if not np.isfinite(M).all():
@@ -54,6 +59,8 @@ def monotonicity_deficit(K) -> float:
 
 def is_stochastically_monotone(K, tol: float = 1e-12) -> bool:
     """True when ``monotonicity_deficit(K) <= tol`` (claim PB8)."""
+    if isinstance(tol, bool) or not isinstance(tol, int | float | np.integer | np.floating):
+        raise TypeError(f"tol must be a number; got {tol!r}")
     if not (tol >= 0):
         raise ValueError(f"tol must be nonnegative; got {tol}")
     return monotonicity_deficit(K) <= tol

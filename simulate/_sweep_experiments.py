@@ -66,6 +66,10 @@ class Experiment:
         if isinstance(rule, list):
             lo, hi = rule
             if (lo is not None and value < lo) or (hi is not None and value > hi):
+                if hi is None:
+                    raise ValueError(f"{where} must be >= {lo}; got {value!r}")
+                if lo is None:
+                    raise ValueError(f"{where} must be <= {hi}; got {value!r}")
                 raise ValueError(f"{where} must lie in [{lo}, {hi}]; got {value!r}")
         return value
 

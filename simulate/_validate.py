@@ -16,6 +16,7 @@ __all__ = [
     "as_vector",
     "available_memory",
     "ensure_fits",
+    "ensure_memory",
 ]
 
 
@@ -83,6 +84,21 @@ def ensure_fits(shape: Sequence[int], name: str, *, copies: int = 1) -> None:
             f"{name} would need {nbytes / 2**30:.1f} GiB for a dense {tuple(shape)} float64 "
             f"array but only {avail / 2**30:.1f} GiB is available; use a vector chain "
             "(influence / apply_left) instead"
+        )
+
+
+def ensure_memory(nbytes: float, name: str, what: str) -> None:
+    """Raise ``ValueError`` naming ``name`` (the argument that sets the size, with its value)
+    when ``what`` would hold ``nbytes`` at once, more than 80% of the memory available now.
+
+    Checked before anything is allocated, so a size that cannot fit is refused in one line
+    instead of a ``MemoryError`` (or the out-of-memory killer) part way through.
+    """
+    avail = available_memory()
+    if not nbytes <= 0.8 * avail:
+        raise ValueError(
+            f"{name} is too large: {what} would need {nbytes / 2**30:.1f} GiB but only "
+            f"{avail / 2**30:.1f} GiB of memory is available"
         )
 
 

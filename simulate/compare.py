@@ -60,8 +60,18 @@ def w1_normalised(p, q) -> float:
 
 
 def spearman(p, q) -> float:
-    """Spearman rank correlation of two profiles over positions (claim PB15)."""
+    """Spearman rank correlation of two profiles over positions (claim PB15).
+
+    Raises ValueError naming ``p`` or ``q`` when it is constant (every entry equal, n = 1
+    included): a constant profile has no ranks, so ρ is undefined (scipy would return NaN).
+    """
     a, b = _pair(p, q)
+    for name, v in (("p", a), ("q", b)):
+        if v.min() == v.max():
+            raise ValueError(
+                f"{name} must not be constant (all {v.size} entries equal): a constant profile "
+                "has no ranks, so its Spearman correlation is undefined"
+            )
     return float(stats.spearmanr(a, b).statistic)
 
 
@@ -82,9 +92,12 @@ def profile_shape(p, rtol: float = 1e-9) -> str:
       token (pure recency / primacy; the differences may still wiggle);
     * ``other`` — none of these (e.g. an interior minimum not below both ends).
 
-    Differences smaller than ``rtol · max p`` count as flat.
+    Differences smaller than ``rtol · max p`` count as flat. Raises ValueError for an empty
+    ``p`` (no shape to classify).
     """
     a = as_vector(p, "p", allow_scalar=False)
+    if a.size == 0:
+        raise ValueError("p must have at least one entry; got an empty profile")
     if a.size < 3:
         return "other"
     d = np.diff(a)

@@ -30,7 +30,7 @@ from posflow.simulate._alibi import AlibiKernel, alibi_kernels, alibi_slopes
 from posflow.simulate._arrays import worst_above
 from posflow.simulate._kernel import Kernel, check_n
 from posflow.simulate._monotone import is_stochastically_monotone, monotonicity_deficit
-from posflow.simulate._validate import ensure_fits
+from posflow.simulate._validate import ensure_fits, ensure_memory
 from posflow.simulate.backend import asarray, to_numpy
 
 __all__ = [
@@ -58,6 +58,8 @@ class UniformKernel(Kernel):
 
     def __init__(self, n: int, backend=None, device=None):
         self.n = check_n(n)
+        what = "uniform_kernel (two float64 vectors of length n)"
+        ensure_memory(16.0 * self.n, f"n = {self.n}", what)
         self._place(backend, device)
         xp = self.xp
         self._diag = 1.0 / xp.arange(1, self.n + 1, dtype=xp.float64, device=self.device)
@@ -88,6 +90,9 @@ def uniform_kernel(n: int, *, backend=None, device=None) -> UniformKernel:
     -------
     UniformKernel
         ``apply_left`` costs O(n) (a reversed cumulative sum).
+
+    Raises TypeError for a non-integer ``n`` and ValueError for ``n`` < 1 or (before
+    allocating) an ``n`` whose tables would not fit in memory.
     """
     return UniformKernel(n, backend, device)
 
@@ -115,7 +120,9 @@ def alibi_kernel(
         Diagonal content offsets ``c_h`` (finite). A background ``b`` added to every logit of a
         row has no effect and is therefore not a parameter.
     head_weights : array_like, shape (H,), optional
-        Nonnegative head weights, normalised to sum 1; uniform ``1/H`` by default.
+        Nonnegative head weights that sum to 1 (within 1e-9, the tolerance of
+        :func:`dense_kernel` rows: the rounding of weights computed in float64, not weights in
+        other units, which are refused rather than rescaled); uniform ``1/H`` by default.
     backend, device : str, optional
         Array backend (``"numpy"`` default, ``"torch"``, ``"cupy"``) and its device; inferred
         from array arguments when None. Off NumPy, ``apply_left`` runs a chunked scan with
@@ -129,7 +136,9 @@ def alibi_kernel(
         O(min(n, 45/min m)·H).
 
     Raises ValueError naming ``slopes``/``content``/``head_weights`` when one is empty, not
-    finite, or of a length that is neither 1 nor H, and for negative head weights.
+    finite, or of a length that is neither 1 nor H, for negative head weights or weights that
+    do not sum to 1, and (before allocating) naming ``n`` when the tables would not fit in
+    memory.
     """
     return AlibiKernel(n, slopes, content, head_weights, backend, device)
 

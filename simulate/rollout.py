@@ -44,8 +44,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from posflow.simulate._alibi_nb import mass_update, row_sums
-from posflow.simulate._kernel import Kernel
-from posflow.simulate._validate import as_lambdas, ensure_fits
+from posflow.simulate._kernel import Kernel, check_n
+from posflow.simulate._validate import as_lambdas, ensure_fits, ensure_memory
 from posflow.simulate.backend import host
 
 __all__ = [
@@ -90,14 +90,30 @@ def _layers(kernels, lambdas) -> tuple[list[Kernel], np.ndarray]:
     return ks, lam
 
 
-def _start(kernels, ks, n, eye: bool = False):
-    """e_{n-1} (shape (1, n)) or the identity (n, n) on the kernels' backend (NumPy if none)."""
+def _size(kernels, ks, n) -> int:
+    """The number of tokens of a rollout: the kernels' ``n``, or the ``n`` argument (an integer
+    ≥ 1, needed when ``kernels`` is an empty sequence and otherwise equal to the kernels' n)."""
+    if n is not None:
+        n = check_n(n)
+    k0 = ks[0] if ks else (kernels if isinstance(kernels, Kernel) else None)
+    if k0 is None:
+        if n is None:
+            raise ValueError("n must be given when kernels is an empty sequence")
+        return n
+    if n is not None and n != k0.n:
+        raise ValueError(
+            f"n must equal the kernels' size: got n={n} for kernels of n={k0.n} "
+            "(omit n; it is only needed when kernels is an empty sequence)"
+        )
+    return k0.n
+
+
+def _start(kernels, ks, n: int, eye: bool = False):
+    """e_{n-1} (shape (1, n)) or the identity (n, n) on the kernels' backend (NumPy if none);
+    ``n`` from :func:`_size`."""
     k0 = ks[0] if ks else (kernels if isinstance(kernels, Kernel) else None)
     if k0 is not None:
         return k0._rows(eye)
-    if n is None:
-        raise ValueError("n must be given when kernels is an empty sequence")
-    n = int(n)
     return np.eye(n) if eye else np.eye(1, n, n - 1)
 
 
@@ -164,7 +180,8 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
     lambdas : array_like, shape (T,)
         Mixing coefficients in [0, 1].
     n : int, optional
-        Number of tokens; only needed when ``kernels`` is an empty sequence.
+        Number of tokens (≥ 1); only needed when ``kernels`` is an empty sequence, and refused
+        when it differs from the kernels' ``n``.
 
     Returns
     -------
@@ -174,7 +191,9 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
 
     Cost O(T·n·H) for ALiBi kernels, O(T·n) for the uniform kernel, O(T·n²) for dense ones;
     memory O(n·H) (O(n·H·B) off NumPy, B the scan block). Raises ValueError for λ outside
-    [0, 1] or NaN, for len(kernels) != T, and for kernels on different backends or devices.
+    [0, 1] or NaN, for len(kernels) != T, for kernels on different backends or devices, for
+    ``n`` < 1 or not the kernels' size, and (before allocating) for an ``n`` whose vectors
+    would not fit in memory; TypeError for a non-integer ``n``.
     Every step is a convex combination, so p stays finite and sums to 1 at any depth (within
     3 ulp on NumPy for row-stochastic kernels: the mass projection of the module docstring;
     a step that really loses mass keeps its loss); entries below 2.2e-308 underflow to 0 (for
@@ -182,7 +201,10 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
     stays exact).
     """
     ks, lam = _layers(kernels, lambdas)
-    return _chain(ks, lam, _start(kernels, ks, n))[0, ...]
+    size = _size(kernels, ks, n)
+    if not ks and not isinstance(kernels, Kernel):
+        ensure_memory(8.0 * size, f"n = {size}", "influence (a float64 vector of length n)")
+    return _chain(ks, lam, _start(kernels, ks, size))[0, ...]
 
 
 def rollout_matrix(kernels, lambdas, n: int | None = None) -> np.ndarray:
@@ -196,7 +218,8 @@ def rollout_matrix(kernels, lambdas, n: int | None = None) -> np.ndarray:
     kernels : Kernel or sequence of T Kernel
     lambdas : array_like, shape (T,)
     n : int, optional
-        Only needed when ``kernels`` is an empty sequence.
+        Number of tokens (≥ 1); only needed when ``kernels`` is an empty sequence, and refused
+        when it differs from the kernels' ``n``.
 
     Returns
     -------
@@ -204,9 +227,7 @@ def rollout_matrix(kernels, lambdas, n: int | None = None) -> np.ndarray:
         Lower-triangular and row-stochastic for causal kernels; ``P[0, 0] = 1``.
     """
     ks, lam = _layers(kernels, lambdas)
-    size = ks[0].n if ks else (kernels.n if isinstance(kernels, Kernel) else n)
-    if size is None:
-        raise ValueError("n must be given when kernels is an empty sequence")
+    size = _size(kernels, ks, n)
     ensure_fits((size, size), "rollout_matrix", copies=3)
     return _chain(ks, lam, _start(kernels, ks, size, eye=True))
 
@@ -230,7 +251,11 @@ def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
     Returns
     -------
     ndarray, shape (n,)
+
+    Raises TypeError when ``log`` is not a bool (``log="yes"`` would otherwise be truthy).
     """
+    if not isinstance(log, bool | np.bool_):
+        raise TypeError(f"log must be a bool (True or False); got {log!r}")
     ks, lam = _layers(kernels, lambdas)
     if not ks:
         if isinstance(kernels, Kernel):
@@ -369,6 +394,7 @@ def constant(lam: float, T: int) -> np.ndarray:
     T = _check_depth(T)
     if not (isinstance(lam, int | float | np.integer | np.floating)) or not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be a number in [0, 1]; got {lam!r}")
+    ensure_memory(8.0 * T, f"T = {T}", "constant (a float64 vector of length T)")
     return np.full(T, float(lam))
 
 
@@ -384,4 +410,5 @@ def power_decay(lam0: float, beta: float, T: int) -> np.ndarray:
         raise ValueError(f"beta must be a finite number; got {beta!r}")
     if beta < 0:
         raise ValueError(f"beta must be nonnegative (so that λ_t <= λ0 <= 1); got {beta}")
+    ensure_memory(16.0 * T, f"T = {T}", "power_decay (two float64 vectors of length T)")
     return float(lam0) / (np.arange(1, T + 1, dtype=np.float64) ** float(beta))

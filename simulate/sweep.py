@@ -155,6 +155,11 @@ def parse_spec(data: dict, source: str = "spec") -> SweepSpec:
     if extra:
         raise ValueError(f"{source}: unknown key {extra[0]!r}; allowed: {sorted(_SPEC_KEYS)}")
     name = data.get("experiment")
+    if name is None:
+        raise ValueError(
+            f"{source}: no experiment = NAME line; choose one of {', '.join(EXPERIMENTS)}"
+            + (" (the file is empty)" if not data else "")
+        )
     if name not in EXPERIMENTS:
         raise ValueError(
             f"{source}: unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}"
@@ -260,9 +265,22 @@ class SweepStore:
         self.db = sqlite3.connect(self.file, timeout=60.0, isolation_level=None)
         try:
             self._open(spec)
+        except (sqlite3.DatabaseError, KeyError, json.JSONDecodeError) as exc:
+            self.db.close()
+            raise self._corrupt(exc) from None
         except BaseException:
             self.db.close()
             raise
+
+    def _corrupt(self, exc) -> ValueError:
+        """The one-line error of a store file that is damaged or not a sweep store."""
+        if isinstance(exc, sqlite3.OperationalError):  # locked, unreadable, read-only, I/O
+            return ValueError(f"cannot use the sweep store {str(self.file)!r} ({exc})")
+        why = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        return ValueError(
+            f"{str(self.file)!r} is not a readable posflow sweep store ({why}); it is damaged "
+            "or not a sweep store: rerun the sweep with another --store"
+        )
 
     def _open(self, spec):
         tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master")}
@@ -316,14 +334,17 @@ class SweepStore:
     def rows(self, meta: bool = False) -> list[dict]:
         """Rows in grid order: {"key", "params", "results"} (+ backend, seconds with meta)."""
         out = []
-        cur = self.db.execute(
-            "SELECT key, params, results, backend, seconds FROM results ORDER BY idx"
-        )
-        for key, params, results, backend, seconds in cur:
-            row = {"key": key, "params": json.loads(params), "results": json.loads(results)}
-            if meta:
-                row |= {"backend": backend, "seconds": seconds}
-            out.append(row)
+        try:
+            cur = self.db.execute(
+                "SELECT key, params, results, backend, seconds FROM results ORDER BY idx"
+            )
+            for key, params, results, backend, seconds in cur:
+                row = {"key": key, "params": json.loads(params), "results": json.loads(results)}
+                if meta:
+                    row |= {"backend": backend, "seconds": seconds}
+                out.append(row)
+        except (sqlite3.DatabaseError, json.JSONDecodeError, TypeError) as exc:
+            raise self._corrupt(exc) from None
         return out
 
     def close(self):

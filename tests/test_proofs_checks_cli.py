@@ -165,7 +165,8 @@ def test_read_json_file_refuses_junk_nesting_nan_and_size(tmp_path):
         (b"\xff\xfe\x00junk", "not UTF-8"),
         (b"[" * 50_000 + b"]" * 50_000, "nested too deeply"),
         (b'{"x": NaN}', "NaN"),
-        (b"{", "not JSON"),
+        (b"{", "cut short"),  # a truncated file is named as such (issue 27)
+        (b'{"x" 1}', "not JSON"),
     ):
         f.write_bytes(content)
         with pytest.raises(UsageError, match=match):

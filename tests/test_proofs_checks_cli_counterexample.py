@@ -186,6 +186,14 @@ def record(tmp_path, example, cid="PB8", relaxed="nonnegative_slope"):
          ("--replay", "found is false")),
         (b'{"id": "PB8", "relaxed": "nonnegative_slope", "example": {"n": 3}}',
          ("--replay", "slopes")),
+        (b"{}", ("--replay", "rec.json", "not a search record", "'id', 'relaxed', 'example'")),
+        (b'{"id": "PB8"}', ("--replay", "not a search record", "'relaxed', 'example'")),
+        (b'{"id": "PB8", "relaxed": "nonneg', ("--replay", "rec.json", "cut short",
+                                               "inside a string", "truncated")),
+        (b'{"id": "PB8", "rel\n', ("--replay", "rec.json", "cut short", "inside a string")),
+        (b'{"id": "PB8", "example": {"n": [1, 2', ("--replay", "cut short", "inside a list",
+                                                   "missing ']}}'")),
+        (b'{"id": "PB8" "x": 1}', ("--replay", "rec.json", "not JSON", "line 1, column 14")),
     ],
 )  # fmt: skip
 def test_bad_replay_files_are_one_line(capsys, tmp_path, content, words):
@@ -253,3 +261,14 @@ def test_replay_costs_admit_every_strategy_draw(capsys, tmp_path, found):
         code, out, err = run(capsys, "counterexample", res.claim_id, "--replay", f, "--json")
         assert code == 0, err
         assert json.loads(out)["violation"] == pytest.approx(replay(res))
+
+
+def test_a_search_writes_nothing_in_the_working_directory(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "counterexample", "PB2", "--relax", "causal", "--max-examples",
+                       "20", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["found"]
+    assert list(tmp_path.iterdir()) == []  # no .hypothesis/ (nor anything else)
+    again = search("PB2", "causal", seed=0, max_examples=20)  # the library alike, and the same
+    assert again.as_record()["example"] == json.loads(out)["example"]
+    assert list(tmp_path.iterdir()) == []

@@ -76,11 +76,20 @@ def test_bad_input_is_one_line_exit_2(capsys, tmp_path, cache, argv, match):
 
 
 def test_results_of_an_empty_store(capsys, tmp_path):
-    rc, out, _ = run(capsys, "--results", "--store", tmp_path / "none")
+    (tmp_path / "empty").mkdir()
+    rc, out, _ = run(capsys, "--results", "--store", tmp_path / "empty")
     assert rc == 0 and "no saved results" in out
     png = tmp_path / "p.png"
-    rc, _, err = run(capsys, "--results", "--store", tmp_path / "none", "--plot", png)
+    rc, _, err = run(capsys, "--results", "--store", tmp_path / "empty", "--plot", png)
     assert rc == 2 and "--plot" in err
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"], ["--judge"]])
+def test_results_of_a_store_that_does_not_exist_is_one_line(capsys, tmp_path, extra):
+    missing = tmp_path / "none"
+    rc, out, err = run(capsys, "--results", "--store", missing, *extra)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "--store" in err and str(missing) in err and "does not exist" in err
 
 
 # ------------------------------------------------------------------------------------------

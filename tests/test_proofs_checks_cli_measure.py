@@ -220,6 +220,54 @@ def test_bad_options_are_refused_before_any_work(capsys, no_work, argv, match):
     one_line_error(capsys, "--train", *argv, match=match)
 
 
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["smollm2-135m", "--n", str(10**12)], "one n × n attention matrix"),
+        (["smollm2-135m", "--n", "4096", "--num-seqs", "10000"], "--n/--num-seqs"),
+        (["smollm2-135m", "--n", "512", "--max-bytes", "1000"], "--max-bytes 1000"),
+        (["smollm2-135m", "--text", "english", "--n", "8192", "--num-seqs", "1000"],
+         "the English text"),
+        (["smollm2-135m", "--corpus", "/missing/corpus"], "--corpus '/missing/corpus' does not"),
+        (["/missing/model.pt"], "MODEL must be a posflow checkpoint"),
+        (["--train", "--corpus", "/missing/corpus"], "--corpus '/missing/corpus'"),
+        (["--train", "--n", str(10**12)], "one n × n attention matrix"),
+    ],
+)  # fmt: skip
+def test_every_argument_is_checked_before_a_model_is_loaded(capsys, monkeypatch, no_work,
+                                                             argv, match):  # fmt: skip
+    from posflow.simulate.models import hub
+
+    monkeypatch.setattr(hub, "model_path", lambda name: "/fake/installed")
+    monkeypatch.setattr(hub, "load_pretrained", measure_cli.load_model)  # refuses (no_work)
+    one_line_error(capsys, *argv, match=match)
+
+
+def test_run_measure_checks_its_options_before_measuring():
+    from posflow.simulate.models.profiles import run_measure
+
+    for kw, match in (({"content_scale": "nope"}, "content_scale"),
+                      ({"bootstrap": -1}, "bootstrap"), ({"seed": -1}, "seed")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            run_measure(None, None, **kw)  # no model: it would fail only once used
+
+
+def test_a_corrupt_installed_model_is_one_line_naming_the_reinstall(capsys, monkeypatch,
+                                                                    tmp_path):  # fmt: skip
+    folder = tmp_path / "cache" / "hf-models" / "smollm2-135m"
+    cfg = transformers.LlamaConfig(vocab_size=300, hidden_size=16, intermediate_size=32,
+                                   num_hidden_layers=1, num_attention_heads=2,
+                                   num_key_value_heads=1, max_position_embeddings=64)  # fmt: skip
+    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
+    (folder / "posflow-model.json").write_text("{}")
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    err = one_line_error(capsys, "--model", "smollm2-135m", "--n", "8", "--num-seqs", "1",
+                         match="the cached model 'smollm2-135m'")  # fmt: skip
+    assert "corrupt" in err and "posflow models install smollm2-135m --force" in err
+
+
 def test_bad_plot_paths_are_refused_before_any_work(capsys, tmp_path, no_work):
     from cli_usage import read_only_folder
 

@@ -35,3 +35,24 @@ def test_measure_names_the_install_command_for_a_missing_model(capsys):
     assert_usage_error(capsys, ["measure", "--model", "smollm2-135m", "--n", "8"],
                        "posflow models install smollm2-135m")  # fmt: skip
     assert_usage_error(capsys, ["measure", "smollm2-135m", "--model", "x"], "--model")
+
+
+@pytest.mark.parametrize("action", ["path", "list"])
+@pytest.mark.parametrize("below", ["", "sub", "read-only"])
+def test_an_unusable_cache_folder_is_one_line_naming_it(capsys, monkeypatch, tmp_path, action,
+                                                         below):  # fmt: skip
+    from cli_usage import read_only_folder
+
+    f = tmp_path / "afile"
+    f.write_text("x")
+    with read_only_folder(tmp_path) if below == "read-only" else _nothing() as ro:
+        place = ro / "cache" if ro is not None else (f / below if below else f)
+        monkeypatch.setenv("POSFLOW_CACHE_DIR", str(place))
+        argv = ["models", action] + (["smollm2-135m"] if action == "path" else [])
+        assert_usage_error(capsys, argv, "cache folder", str(place), "unusable")
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext(None)

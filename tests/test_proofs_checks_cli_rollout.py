@@ -197,11 +197,13 @@ def test_sizes_are_bounded_before_allocation(capsys, monkeypatch):
         (b"[[0.5]]", ("--lambdas", "entry 0")),
         (b"[0.5, true]", ("--lambdas", "entry 1")),
         (b"[0.5, 1.5]", ("--lambdas", "[0, 1]")),
-        (b"[0.5,", ("--lambdas", "not a JSON list")),
+        (b"[0.5,", ("--lambdas", "cut short", "truncated")),
         (b"[" * 100_000 + b"]" * 100_000, ("--lambdas", "nested too deeply")),
         (b"\x89PNG\r\n\x1a\n\x00\xff\xfe", ("--lambdas", "not UTF-8")),
         (b"0.1 zebra", ("--lambdas", "'zebra'")),
         (b"", ("--lambdas", "at least one")),
+        (b"[]", ("--lambdas", "lam.txt", "empty list", "at least one")),
+        (b" [ ]\n", ("--lambdas", "empty list")),
     ],
 )
 def test_bad_lambdas_files_are_one_line(capsys, tmp_path, content, words):

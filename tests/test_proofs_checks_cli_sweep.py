@@ -77,6 +77,8 @@ def test_sweep_prints_its_table_resumes_and_shows_it(capsys, spec_file, tmp_path
     ("text", "words"),
     [
         ('experiment = "nope"', ("unknown experiment 'nope'",)),
+        ("", ("no experiment = NAME line", "the file is empty")),
+        ('experiment = "dichotomy"\n[params]\nn = 0', ("'n'", "must be >= 1; got 0")),
         ('experiment = "dichotomy"\n[grid]\ndepth = [1]', ("unknown parameter 'depth'",)),
         ('experiment = "far_mass"\n[params]\nscheme = "nope"', ("'scheme'", "one of")),
     ],
@@ -216,3 +218,13 @@ def test_an_underflowing_result_is_refused_not_written_as_infinity(capsys, tmp_p
     code, _, err = run(capsys, path, "--store", tmp_path / "st", "--in-process", "--workers", "1")
     one_line_error(code, err, "log_one_minus_p0", "-inf", '"T":2000')
     assert sweep.load_table(tmp_path / "st") == []
+
+
+@pytest.mark.parametrize("kind", ["truncated-header", "truncated-pages", "random-bytes"])
+def test_show_of_a_damaged_store_is_one_line_naming_the_file(capsys, tmp_path, kind):
+    from test_simulate_sweep import _damaged_stores
+
+    f = tmp_path / "bad.sqlite"
+    f.write_bytes(_damaged_stores(tmp_path)[kind])
+    code, _, err = run(capsys, "--show", f)
+    one_line_error(code, err, "--show", str(f), "not a readable posflow sweep store")

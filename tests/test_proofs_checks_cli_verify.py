@@ -145,3 +145,54 @@ def test_a_surviving_mutant_exits_1(capsys, monkeypatch):
     code, out, _ = run(capsys, "verify", "PB2", "--mutants", "--json")
     (row,) = json.loads(out)
     assert code == 1 and row["killed"] is False and row["status"] == "HOLDS"
+
+
+@pytest.mark.parametrize("with_out", [False, True], ids=["no-out", "out"])
+def test_ctrl_c_is_one_line_exit_130_and_keeps_the_finished_claims(capsys, keep_threads,
+                                                                    monkeypatch, tmp_path,
+                                                                    with_out):  # fmt: skip
+    from posflow.proofs_checks import kit
+
+    real, done = kit.run_claim, []
+
+    def interrupted_after_one(claim, ctx):
+        if done:
+            raise KeyboardInterrupt
+        done.append(claim.id)
+        return real(claim, ctx)
+
+    monkeypatch.setattr(kit, "run_claim", interrupted_after_one)
+    out = tmp_path / "rep"
+    argv = ["verify", "PB13", "PB2", "--threads", "1"] + (["--out", out] if with_out else [])
+    code, stdout, err = run(capsys, *argv)
+    assert code == 130 and stdout == ""
+    lines = err.splitlines()
+    assert lines[-1] == "posflow verify: interrupted" and "Traceback" not in err
+    if not with_out:
+        assert len(lines) == 1 and not out.exists()
+        return
+    assert len(lines) == 2 and "partial report (1 of 2 claims)" in lines[0]
+    recs = json.loads((out / "results.json").read_text())
+    assert [r["id"] for r in recs] == done == ["PB13"]
+    assert recs[0]["provenance"]["interrupted"] == "after 1 of 2 claims"
+
+
+def test_sigint_to_a_running_verify_exits_130_in_one_line(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = ("import sys\nfrom posflow.proofs_checks.cli import main\nprint('ready', flush=True)\n"
+              "sys.exit(main(['verify', '--threads', '1', '--out', 'rep']))\n")  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=dict(os.environ, COLUMNS="200"))  # fmt: skip
+    assert proc.stdout.readline() == "ready\n"  # inside main from here on
+    time.sleep(3)  # into the checks (all of them take far longer)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "posflow verify: interrupted", err
+    assert "Traceback" not in err

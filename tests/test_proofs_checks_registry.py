@@ -69,3 +69,62 @@ def test_verify_report_opens_with_figures(tmp_path, capsys):
 def test_quick_and_full_are_exclusive(capsys):
     assert main(["verify", "--quick", "--full"]) == 2
     assert "not allowed" in capsys.readouterr().err
+
+
+@pytest.fixture
+def no_claim_runs(monkeypatch):
+    """Make running any claim fail the test: bad arguments must be refused before."""
+
+    def ran(claim, ctx):
+        raise AssertionError(f"claim {claim.id} ran before the arguments were checked")
+
+    monkeypatch.setattr(registry, "run_claim", ran)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        # an empty list would have meant "every claim" (38 checks)
+        (
+            dict(ids=[]),
+            ValueError,
+            r"ids must name at least one claim; omit ids \(or pass None\) to check every claim",
+        ),
+        (dict(ids=()), ValueError, "ids must name at least one claim"),
+        (dict(ids=[3]), TypeError, r"ids must be strings \(claim IDs such as 'PB3'\); got 3"),
+        (dict(ids=["PB3", None]), TypeError, "ids must be strings"),
+        (dict(ids=3), TypeError, "ids must be a sequence of claim IDs"),
+        (dict(ids=["PB0"]), ValueError, "unknown claim ID"),
+        (
+            dict(ids=["PB13"], out="/proc/x"),
+            ValueError,
+            r"out '/proc/x': cannot write in '/proc'",
+        ),
+        (dict(ids=["PB13"], out=3), TypeError, "out must be a folder path"),
+    ],
+)
+def test_posflow_verify_refuses_bad_arguments_before_running(no_claim_runs, kwargs, exc, match):
+    import posflow
+
+    with pytest.raises(exc, match=match):
+        posflow.verify(**kwargs)
+
+
+def test_posflow_verify_refuses_a_file_as_out(no_claim_runs, tmp_path):
+    import posflow
+
+    f = tmp_path / "a.txt"
+    f.write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"out '.*a.txt' is a file, not a folder"):
+        posflow.verify(["PB13"], out=f)
+    with pytest.raises(ValueError, match=r"out '.*a.txt.b': '.*a.txt' is a file, not a folder"):
+        posflow.verify(["PB13"], out=f / "b")
+
+
+def test_posflow_verify_writes_a_new_folder(tmp_path):
+    import posflow
+
+    out = tmp_path / "new" / "report"
+    (r,) = posflow.verify(["PB13"], out=out)
+    assert r.claim.id == "PB13" and r.status == "HOLDS"
+    assert (out / "results.json").is_file() and (out / "index.md").is_file()

@@ -88,10 +88,18 @@ def test_alibi_stationary_tail_is_exact_for_long_rows(m, c):
         assert np.all(row[i + 1 :] == 0)
 
 
-def test_head_weights_are_normalised_and_used():
-    A = reference_alibi(10, [0.1, 2.0], [0.0, 5.0], weights=[3.0, 1.0])
-    K = alibi_kernel(10, [0.1, 2.0], [0.0, 5.0], head_weights=[3.0, 1.0])
+def test_head_weights_are_used():
+    A = reference_alibi(10, [0.1, 2.0], [0.0, 5.0], weights=[0.75, 0.25])
+    K = alibi_kernel(10, [0.1, 2.0], [0.0, 5.0], head_weights=[0.75, 0.25])
     np.testing.assert_allclose(K.dense(), A, atol=1e-14)
+
+
+def test_head_weights_within_rounding_of_one_are_accepted():
+    # weights computed in float64 (1/3 three times, a sum a few ulp off 1) pass, renormalised
+    K = alibi_kernel(10, [0.1, 0.5, 2.0], head_weights=[1 / 3] * 3)
+    assert K.head_weights.sum() == pytest.approx(1.0, abs=1e-15)
+    K = alibi_kernel(10, [0.1, 2.0], head_weights=[0.5 + 1e-10, 0.5])
+    assert K.head_weights.sum() == pytest.approx(1.0, abs=1e-15)
 
 
 def test_background_shift_has_no_effect():
@@ -165,6 +173,21 @@ def test_dense_kernel_accepts_full_attention_when_asked():
         (dict(n=8, slopes=[]), ValueError, "slopes must have at least one value"),
         (dict(n=8, slopes=0.5, content=[]), ValueError, "content must have at least one"),
         (dict(n=8, slopes=0.5, head_weights=[]), ValueError, "head_weights"),
+        # weights that do not sum to 1 are refused, not rescaled (probe 8)
+        (
+            dict(n=5, slopes=[1.0, 2.0], head_weights=[3.0, 1.0]),
+            ValueError,
+            r"head_weights must sum to 1 \(within 1e-09\); got a sum of 4.0",
+        ),
+        (dict(n=5, slopes=[1.0, 2.0], head_weights=[0.5, 0.4]), ValueError, "sum to 1"),
+        (dict(n=5, slopes=[1.0, 2.0], head_weights=[0.0, 0.0]), ValueError, "sum to 1"),
+        # sizes whose tables cannot fit are refused before allocating (probe 1)
+        (
+            dict(n=10**12, slopes=alibi_slopes(8)),
+            ValueError,
+            r"n = 1000000000000 is too large: alibi_kernel \(its tables\) would need .* GiB",
+        ),
+        (dict(n=10**12, slopes=0.5), ValueError, "n = 1000000000000 is too large"),
     ],
 )
 def test_alibi_kernel_rejects_bad_input(kwargs, exc, match):
@@ -252,6 +275,7 @@ def layer_cases(draw, slope_lo=-2.0, slope_hi=3.0, c_abs=300.0):
         )
     )
     w = draw(st.none() | st.lists(st.floats(0.1, 3.0, **floats), min_size=H, max_size=H))
+    w = None if w is None else list(np.asarray(w) / np.sum(w))  # weights must sum to 1
     return n, m, np.array(C), w
 
 
@@ -389,3 +413,33 @@ def test_monotonicity_rejects_bad_input():
         monotonicity_deficit(np.ones((2, 3)))
     with pytest.raises(ValueError, match="tol"):
         is_stochastically_monotone(np.eye(2), tol=-1.0)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        # probe 7: a string is not a matrix (numpy's own error named nothing)
+        (lambda: is_stochastically_monotone("x"), TypeError, "K must be a Kernel or a square"),
+        (lambda: monotonicity_deficit([[1.0, "a"]]), TypeError, "K must be a Kernel"),
+        (lambda: is_stochastically_monotone(np.eye(2), tol="0"), TypeError, "tol must be"),
+        # probe 1: the uniform kernel's n is refused before its tables are allocated
+        (
+            lambda: uniform_kernel(10**12),
+            ValueError,
+            r"n = 1000000000000 is too large: uniform_kernel \(two float64 vectors",
+        ),
+        (
+            lambda: alibi_kernels(10**12, [0.5], [[0.0]]),
+            ValueError,
+            r"n = 1000000000000 is too large: alibi_kernels",
+        ),
+        (
+            lambda: alibi_kernels(5, [0.5, 1.0], [[0.0, 0.0]], head_weights=[2.0, 2.0]),
+            ValueError,
+            "head_weights must sum to 1",
+        ),
+    ],
+)
+def test_kernel_functions_refuse_bad_input(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -161,3 +161,60 @@ def test_lambdas_need_no_eager_attention(tmp_path):
         measure(sdpa, ids, qk=False, influence=False)
     with pytest.raises(ValueError, match="attention must be 'eager' or 'sdpa'"):
         hub.load_pretrained(tmp_path / "ck", attention="flash")
+
+
+def fake_installed(cache, name="smollm2-135m"):
+    """A tiny Llama laid out as an installed known model (manifest and all) in ``cache``."""
+    folder = cache / "hf-models" / name
+    tiny_llama(folder)
+    (folder / "posflow-model.json").write_text(json.dumps({"name": name}))
+    return folder
+
+
+@pytest.mark.parametrize("keep", [0, 7, 1000], ids=["empty", "in-header-size", "in-header"])
+def test_a_truncated_cached_model_is_named_corrupt_with_the_reinstall_command(cache, keep):
+    folder = fake_installed(cache)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:keep])
+    with pytest.raises(ValueError, match="corrupt") as err:
+        hub.load_pretrained("smollm2-135m")
+    msg = str(err.value)
+    assert "posflow models install smollm2-135m --force" in msg and str(folder) in msg
+    assert "\n" not in msg
+
+
+def _file(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    return tmp_path / "afile"
+
+
+@pytest.mark.parametrize(
+    ("where", "words"),
+    [
+        (lambda tmp: _file(tmp), ("is a file, not a folder",)),
+        (lambda tmp: _file(tmp) / "below", ("is a file, not a folder",)),
+    ],
+    ids=["a-file", "under-a-file"],
+)
+def test_an_unusable_cache_folder_is_named(monkeypatch, tmp_path, where, words):
+    place = where(tmp_path)
+    monkeypatch.setenv("POSFLOW_CACHE_DIR", str(place))
+    for call in (lambda: hub.model_path("smollm2-135m"), hub.installed_models,
+                 lambda: hub.install("smollm2-135m")):  # fmt: skip
+        with pytest.raises(ValueError, match="cache folder") as err:
+            call()
+        assert str(place) in str(err.value) and "POSFLOW_CACHE_DIR" in str(err.value)
+        for w in words:
+            assert w in str(err.value)
+
+
+def test_a_read_only_cache_is_unusable_only_when_a_model_is_missing(monkeypatch, tmp_path,
+                                                                     cache):  # fmt: skip
+    from cli_usage import read_only_folder
+
+    folder = fake_installed(cache)
+    assert hub.model_path("smollm2-135m") == folder
+    with read_only_folder(tmp_path) as ro:
+        monkeypatch.setenv("POSFLOW_CACHE_DIR", str(ro / "cache"))
+        with pytest.raises(ValueError, match="cannot write in"):
+            hub.model_path("smollm2-135m")  # not installed there, and it cannot be

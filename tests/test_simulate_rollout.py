@@ -153,6 +153,13 @@ def test_total_mixing_and_summary():
     assert s["min_diag"] == pytest.approx(np.diag(P).min(), rel=1e-12)
 
 
+def test_n_that_agrees_with_the_kernels_is_accepted():
+    K = uniform_kernel(8)
+    np.testing.assert_array_equal(influence(K, [0.3], n=8), influence(K, [0.3]))
+    np.testing.assert_array_equal(influence([], [], n=np.int64(3)), [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(diagonal(K, [0.3], log=np.bool_(True)), diagonal(K, [0.3], True))
+
+
 def test_schedules():
     np.testing.assert_array_equal(constant(0.3, 4), [0.3] * 4)
     np.testing.assert_allclose(power_decay(0.8, 2.0, 4), [0.8, 0.2, 0.8 / 9, 0.05])
@@ -178,6 +185,39 @@ def test_schedules():
         (lambda: power_decay(0.5, np.nan, 3), ValueError, "beta"),
         (lambda: power_decay(1.5, 1.0, 3), ValueError, "lam0"),
         (lambda: rollout_matrix(uniform_kernel(10**6), [0.1]), ValueError, "GiB"),
+        # probe 1: sizes refused before allocating (these died with MemoryError)
+        (
+            lambda: constant(0.1, 10**12),
+            ValueError,
+            r"T = 1000000000000 is too large: constant \(a float64 vector of length T\)",
+        ),
+        (lambda: power_decay(0.1, 1.0, 10**12), ValueError, "T = 1000000000000 is too large"),
+        (
+            lambda: influence([], [], n=10**12),
+            ValueError,
+            r"n = 1000000000000 is too large: influence \(a float64 vector of length n\)",
+        ),
+        # probe 2: n must be an integer ≥ 1
+        (lambda: influence([], [], n=0), ValueError, "n must be at least 1; got 0"),
+        (lambda: influence([], [], n=-1), ValueError, "n must be at least 1; got -1"),
+        (lambda: influence([], [], n=2.5), TypeError, "n must be an integer"),
+        (lambda: rollout_matrix([], [], n=0), ValueError, "n must be at least 1"),
+        (lambda: influence([], []), ValueError, "n must be given"),
+        # probe 3: n that disagrees with the kernels is refused, not ignored
+        (
+            lambda: influence(uniform_kernel(64), [0.1], n=32),
+            ValueError,
+            r"n must equal the kernels' size: got n=32 for kernels of n=64",
+        ),
+        (lambda: influence([uniform_kernel(64)], [0.1], n=32), ValueError, "n must equal"),
+        (lambda: rollout_matrix(uniform_kernel(64), [0.1], n=32), ValueError, "n must equal"),
+        # probe 4: log must be a bool
+        (
+            lambda: diagonal(uniform_kernel(4), [0.1], log="yes"),
+            TypeError,
+            r"log must be a bool \(True or False\); got 'yes'",
+        ),
+        (lambda: diagonal(uniform_kernel(4), [0.1], log=1), TypeError, "log must be a bool"),
     ],
 )
 def test_bad_input(call, exc, match):

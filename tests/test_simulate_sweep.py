@@ -78,6 +78,9 @@ def test_task_keys_hash_the_experiment_version_and_all_parameters():
     ("data", "match"),
     [
         ({"experiment": "nope"}, "unknown experiment 'nope'"),
+        ({}, r"no experiment = NAME line.*dichotomy.*\(the file is empty\)"),
+        ({"version": 1}, r"no experiment = NAME line; choose one of"),
+        ({"experiment": "dichotomy", "params": {"n": 0}}, r"'n' .* must be >= 1; got 0$"),
         ({"experiment": "dichotomy", "grid": {"depth": [1]}}, "unknown parameter 'depth'"),
         ({"experiment": "dichotomy", "color": 1}, "unknown key 'color'"),
         ({"experiment": "dichotomy", "version": 7}, "version 7"),
@@ -329,3 +332,26 @@ def test_a_sweep_killed_with_sigkill_resumes_with_every_row_once(tmp_path):
     assert len(set(keys)) == len(keys) == 24
     assert all(after[k] == t for k, t in before.items())  # finished rows were kept as written
     assert json.loads(done.stdout) == sweep.load_table(store)
+
+
+def _damaged_stores(tmp_path):
+    good = tmp_path / "good"
+    with sweep.SweepStore(good, spec()) as st:
+        for i in range(200):
+            st.put(i, f"k{i}", {"a": i}, {"r": float(i)}, "numpy", 0.1)
+    data = (good / sweep.STORE_FILE).read_bytes()
+    rng = np.random.default_rng(0)
+    return {
+        "truncated-header": data[:100],
+        "truncated-pages": data[: len(data) // 2],
+        "random-bytes": rng.integers(0, 256, 8192, dtype=np.uint8).tobytes(),
+    }
+
+
+@pytest.mark.parametrize("kind", ["truncated-header", "truncated-pages", "random-bytes"])
+def test_a_damaged_store_is_one_value_error_naming_the_file(tmp_path, kind):
+    f = tmp_path / "bad.sqlite"
+    f.write_bytes(_damaged_stores(tmp_path)[kind])
+    with pytest.raises(ValueError, match="not a readable posflow sweep store") as err:
+        sweep.load_table(f)
+    assert str(f) in str(err.value) and "\n" not in str(err.value)

@@ -2,7 +2,8 @@
 
 ``main`` catches only bad input: :class:`~posflow.proofs_checks.cli._common.UsageError`, a
 ValueError/TypeError the library raises for a bad argument (its message names the argument), and
-BrokenPipeError when the reader of stdout has gone (``posflow … | head``), which ends quietly.
+BrokenPipeError when the reader of stdout has gone (``posflow … | head``), which ends quietly,
+and KeyboardInterrupt (Ctrl-C): one line ``posflow CMD: interrupted``, exit code 130.
 Everything else is a bug and keeps its traceback.
 """
 
@@ -74,6 +75,9 @@ def main(argv=None) -> int:
     except BrokenPipeError:
         _stdout_to_devnull()
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT
+        print(f"{prog}: interrupted", file=sys.stderr, flush=True)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,6 +27,7 @@ __all__ = [
     "finite_float",
     "first_nonfinite",
     "integer",
+    "json_error",
     "number_list",
     "one_line",
     "output_dir",
@@ -258,6 +259,45 @@ def _no_constant(name):
     raise ValueError(f"holds {name}, which is not a finite number")
 
 
+def _open_at_end(text: str) -> list[str]:
+    """What is still open where ``text`` ends: "a string", "a list", "an object" (innermost
+    last); empty when every string, list and object is closed."""
+    stack, in_string, escaped = [], False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append(ch)
+        elif ch in "]}" and stack and stack[-1] == "[{"["]}".index(ch)]:
+            stack.pop()
+    names = ["a list" if c == "[" else "an object" for c in stack]
+    return names + (["a string"] if in_string else [])
+
+
+def json_error(arg: str, path, text: str, exc: json.JSONDecodeError, what: str = "JSON") -> str:
+    """A one-line message for JSON that does not parse: a file that stops inside a string,
+    list or object is named as cut short, with what is left open; otherwise the parser's
+    reason and where (line, column)."""
+    where = f"line {exc.lineno}, column {exc.colno}"
+    still_open = _open_at_end(text)
+    # a string open at the end of the file, or a list/object open where the parser stopped
+    if still_open and (still_open[-1] == "a string" or exc.pos >= len(text.rstrip()) - 1):
+        closers = {"a list": "]", "an object": "}", "a string": '"'}
+        need = "".join(closers[k] for k in reversed(still_open))
+        return (
+            f"{arg}: {str(path)!r} is cut short: it ends inside {still_open[-1]} "
+            f"(missing {need!r} at {where}); is the file truncated?"
+        )
+    return f"{arg}: {str(path)!r} is not {what} ({exc.msg} at {where})"
+
+
 def read_json_file(arg: str, path, max_bytes: int):
     """The JSON data of file ``path``: no NaN/Infinity, bounded size and nesting."""
     text = read_text_file(arg, path, max_bytes)
@@ -266,8 +306,7 @@ def read_json_file(arg: str, path, max_bytes: int):
     except RecursionError:
         raise UsageError(f"{arg}: {str(path)!r} is nested too deeply") from None
     except json.JSONDecodeError as exc:
-        where = f"{exc.msg}, line {exc.lineno}"
-        raise UsageError(f"{arg}: {str(path)!r} is not JSON ({where})") from None
+        raise UsageError(json_error(arg, path, text, exc)) from None
     except ValueError as exc:
         raise UsageError(f"{arg}: {str(path)!r} {exc}") from None
 

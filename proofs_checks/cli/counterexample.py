@@ -140,6 +140,13 @@ def _load_replay(path) -> dict:
     rec = read_json_file("--replay", path, MAX_RECORD_BYTES)
     if not isinstance(rec, dict):
         raise UsageError(f"--replay: {str(path)!r} must hold a JSON object (a search record)")
+    missing = [k for k in ("id", "relaxed", "example") if k not in rec]
+    if missing:
+        raise UsageError(
+            f"--replay: {str(path)!r} is not a search record: it has no "
+            f"{', '.join(repr(k) for k in missing)} (posflow counterexample ID --relax NAME "
+            "--out FILE writes one)"
+        )
     check_replay_size(rec)
     return rec
 

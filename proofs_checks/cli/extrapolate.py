@@ -131,7 +131,11 @@ def _store(args) -> Path:
         if args.store is None:
             return COMMITTED_STORE
         store = Path(args.store)
-        if store.exists() and not store.is_dir():
+        if not store.exists():
+            raise UsageError(
+                f"--store {args.store!r} does not exist (--results reads a saved store)"
+            )
+        if not store.is_dir():
             raise UsageError(f"--store {args.store!r} is a file, not a folder")
         return store
     if args.store is None:

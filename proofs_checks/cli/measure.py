@@ -64,11 +64,13 @@ Distances to the measured profile: W1 = scipy.stats.wasserstein_distance over po
 
 
 def _torch_available() -> bool:
+    """Whether torch is installed (found, not imported: the arguments are checked first)."""
+    import importlib.util
+
     try:
-        import torch  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 def load_model(spec: str):
@@ -204,6 +206,64 @@ def _print(out, name):
         con.print(f"  plot written to {out['plot']}")
 
 
+def _check_model_spec(spec: str) -> None:
+    """Refuse a MODEL that names nothing loadable (no torch, nothing read but file names)."""
+    from posflow.simulate.models.hub import KNOWN_MODELS, model_path
+
+    if spec in KNOWN_MODELS:
+        with bad_input("MODEL"):
+            model_path(spec)  # not installed: names the install command
+        return
+    if not Path(spec).exists():
+        raise UsageError(
+            f"MODEL must be a posflow checkpoint file, an installed model "
+            f"({', '.join(KNOWN_MODELS)}), a Hugging Face checkpoint folder or a .gguf file; "
+            f"got {spec!r} (it does not exist)"
+        )
+
+
+def _check_inputs(args) -> None:
+    """The checks of ``posflow measure`` that need no model: MODEL names something, the
+    --corpus paths exist, one n × n attention matrix fits in memory and the corpus can hold
+    N windows of n tokens (a generous bound: at most 3 tokens per byte, since an undecodable
+    byte becomes U+FFFD, 3 bytes, plus BOS/EOS)."""
+    from posflow.proofs_checks.cli._common import ensure_memory
+
+    if args.model is not None:
+        _check_model_spec(args.model)
+    for raw in args.corpus or ():
+        p = Path(raw)
+        if not (p.is_file() or p.is_dir()):
+            why = "does not exist" if not p.exists() else "is neither a file nor a folder"
+            raise UsageError(f"--corpus {raw!r} {why}")
+    n, count = args.n, args.num_seqs
+    ensure_memory("--n", 4.0 * n * n, f"one n × n attention matrix with n = {n}")
+    if args.text == "english":
+        from posflow.simulate.models.english import english_text
+
+        size, where = len(english_text().encode("utf-8")), "the English text"
+    elif args.max_bytes is not None or (args.model is not None and not _posflow_file(args.model)):
+        from posflow.simulate.models.corpus import DEFAULT_MAX_BYTES
+
+        top = args.max_bytes or DEFAULT_MAX_BYTES
+        opt = "--max-bytes" if args.max_bytes else "the default --max-bytes"
+        size, where = top, f"{opt} {top} bytes of corpus"
+    else:  # a posflow model: its own corpus size is known once its record is read
+        return
+    if n * count > 3 * size + 2:
+        raise UsageError(
+            f"--n/--num-seqs: {count} sequences of n = {n} tokens need {n * count} tokens, "
+            f"more than {where} can hold"
+        )
+
+
+def _posflow_file(spec: str) -> bool:
+    from posflow.simulate.models.hub import KNOWN_MODELS
+
+    p = Path(spec)
+    return spec not in KNOWN_MODELS and p.is_file() and p.suffix != ".gguf"
+
+
 def cmd_measure(args) -> int:
     """Measure a checkpoint (or the cached ``--train`` model) and compare predictions (PB15)."""
     if not _torch_available():
@@ -220,6 +280,7 @@ def cmd_measure(args) -> int:
         raise UsageError("--text english: cannot be combined with --corpus")
     if args.num_seqs < 1:
         raise UsageError(f"--num-seqs must be at least 1; got {args.num_seqs}")
+    _check_inputs(args)  # every argument, before torch, a model or a corpus is loaded
     plot = output_file("--plot", args.plot, ".png") if args.plot else None
     device = torch_device("--device", args.device)  # before loading or training anything
     from posflow.simulate.runtime import set_threads

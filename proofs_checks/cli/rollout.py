@@ -17,6 +17,7 @@ from posflow.proofs_checks.cli._common import (
     finite_float,
     first_nonfinite,
     integer,
+    json_error,
     number_list,
     output_file,
     print_json,
@@ -77,7 +78,7 @@ def read_lambdas(path) -> np.ndarray:
         except RecursionError:
             raise UsageError(f"--lambdas: {str(path)!r} is nested too deeply") from None
         except json.JSONDecodeError as exc:
-            raise UsageError(f"--lambdas: {str(path)!r} is not a JSON list ({exc.msg})") from None
+            raise UsageError(json_error("--lambdas", path, text, exc, "a JSON list")) from None
         if not isinstance(data, list):
             kind = {dict: "a JSON object", str: "a JSON string"}.get(type(data), "JSON data")
             raise UsageError(f"--lambdas: {str(path)!r} holds {kind}; give a list of numbers")
@@ -87,6 +88,8 @@ def read_lambdas(path) -> np.ndarray:
                     f"--lambdas: {str(path)!r} entry {k} is {json.dumps(v)[:40]}, not a number"
                 )
         values = [float(v) for v in data]
+        if not values:
+            raise UsageError(f"--lambdas: {str(path)!r} holds an empty list; give at least one λ_t")
     else:
         values = number_list([text], "--lambdas")
     with bad_input("--lambdas"):

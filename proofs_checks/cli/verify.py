@@ -96,15 +96,25 @@ def cmd_verify(args) -> int:
 
     results = []
     err = Console(stderr=True)
-    with Progress(console=err, transient=True, disable=args.json and not err.is_terminal) as bar:
-        task = bar.add_task("verifying", total=len(claims))
-        for c in claims:
-            bar.update(task, description=f"verifying {c.id}")
-            if args.isolate:
-                results.append(_isolated(c, args, size, threads))
-            else:
-                results.append(kit.run_claim(c, ctx))
-            bar.advance(task)
+    try:
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task("verifying", total=len(claims))
+            for c in claims:
+                bar.update(task, description=f"verifying {c.id}")
+                if args.isolate:
+                    results.append(_isolated(c, args, size, threads))
+                else:
+                    results.append(kit.run_claim(c, ctx))
+                bar.advance(task)
+    except KeyboardInterrupt:
+        # Ctrl-C: keep what finished. With --out the report of the finished claims is written
+        # (marked interrupted in its provenance); main prints "interrupted" and exits 130.
+        if out is not None and results:
+            prov = dict(prov, interrupted=f"after {len(results)} of {len(claims)} claims")
+            index = write_report(results, out, size=size, provenance=prov)
+            print(f"partial report ({len(results)} of {len(claims)} claims): {index}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        raise
     index = write_report(results, out, size=size, provenance=prov) if out is not None else None
     if args.json:
         print_json(records(results, prov), inputs="verify", indent=1)
@@ -125,7 +135,7 @@ def _cmd_mutants(args, size) -> int:
     from posflow.proofs_checks.kit import kill_table
 
     err = Console(stderr=True)
-    with Progress(console=err, transient=True, disable=args.json and not err.is_terminal) as bar:
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("mutants", total=None)
 
         def progress(cid, name):

@@ -3,7 +3,8 @@
 For a claim and one of its relaxations (registered beside the claim's check), :func:`search`
 draws examples from the relaxation's strategy, stops at the first with ``violation > 0``,
 shrinks it to a simplest one and returns it as plain data. The search is reproducible: a seed
-fixes the Hypothesis random stream and no example database is read or written. A found
+fixes the Hypothesis random stream, no example database is read or written and nothing is
+written in the working directory (Hypothesis's caches go to a temporary folder). A found
 counterexample is saved as a JSON record
 
     {"id": "PB8", "relaxed": "nonnegative_slope", "found": true, "example": {...},
@@ -16,10 +17,12 @@ The command line ``posflow counterexample ID [--list | --relax NAME | --replay F
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
 import re
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +141,24 @@ def _plain(example) -> dict:
         raise ValueError(f"example must be plain JSON data with finite numbers: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _private_hypothesis_home():
+    """Hypothesis's storage (its caches of source constants and unicode tables; the example
+    database is off) in a temporary folder, removed afterwards: a search writes nothing in the
+    working directory (Hypothesis's default is ``./.hypothesis``). The caches only save time:
+    what they hold is recomputed, so the examples drawn are the same."""
+    from hypothesis import configuration
+
+    key = "__hypothesis_home_directory"  # module global; None: the default, ./.hypothesis
+    before = getattr(configuration, key, None)
+    with tempfile.TemporaryDirectory(prefix="posflow-hypothesis-") as tmp:
+        configuration.set_hypothesis_home_dir(tmp)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(before)
+
+
 def _seed(seed) -> int:
     if seed is None:
         return int(np.random.default_rng().integers(2**63))
@@ -205,7 +226,8 @@ def search(claim_id: str, relax, seed=0, max_examples: int = 200) -> SearchResul
     )
     result = SearchResult(cid, rel.name, rel.drops, False, None, None, 0, s, int(max_examples))
     try:
-        example = find(rel.strategy(), breaks, settings=conf, random=random.Random(s))
+        with _private_hypothesis_home():
+            example = find(rel.strategy(), breaks, settings=conf, random=random.Random(s))
     except (NoSuchExample, Unsatisfiable):
         result.tried = tried
         return result

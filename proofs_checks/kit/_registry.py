@@ -11,7 +11,7 @@ import importlib
 import re
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -161,6 +161,8 @@ def select(ids) -> list[Claim]:
         return claims
     out: list[Claim] = []
     for raw in ids:
+        if not isinstance(raw, str):
+            raise TypeError(f"ids must be strings (claim IDs such as 'PB3'); got {raw!r}")
         key = raw.upper()
         if key in {"PB", "AT"}:
             out += [c for c in claims if c.id.startswith(key) and c not in out]
@@ -255,8 +257,10 @@ def verify(ids=None, *, size: str = "quick", seed: int = 0) -> list[Result]:
     Returns
     -------
     list of Result, one per claim in catalog order; ``Result.status`` is HOLDS, FAILS,
-    INCONCLUSIVE or ERROR. Raises ValueError for an unknown ID, size or a negative seed.
-    Checks write nothing; :func:`posflow.proofs_checks.kit.write_report` renders results.
+    INCONCLUSIVE or ERROR. Raises ValueError for an unknown ID, an empty ``ids`` (omit it to
+    check every claim), a bad size or a negative seed, and TypeError for ``ids`` that are not
+    strings. Checks write nothing; :func:`posflow.proofs_checks.kit.write_report` renders
+    results.
     """
     if size not in ("quick", "full"):
         raise ValueError(f"size must be 'quick' or 'full'; got {size!r}")
@@ -264,5 +268,14 @@ def verify(ids=None, *, size: str = "quick", seed: int = 0) -> list[Result]:
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
     if isinstance(ids, str):
         ids = [ids]
+    elif ids is not None:
+        if isinstance(ids, bytes) or not isinstance(ids, Iterable):
+            raise TypeError(f"ids must be a sequence of claim IDs (strings); got {ids!r}")
+        ids = list(ids)
+        if not ids:
+            raise ValueError(
+                "ids must name at least one claim; omit ids (or pass None) to check every claim"
+            )
+    claims = select(ids or [])  # every ID is checked before any claim runs
     ctx = Context(size=size, seed=seed)
-    return [run_claim(c, ctx) for c in select(ids or [])]
+    return [run_claim(c, ctx) for c in claims]

@@ -21,6 +21,7 @@ hooks of :mod:`posflow.simulate.models.measure` read its probabilities).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -80,6 +81,40 @@ def _root() -> Path:
     return user_cache_dir() / "hf-models"
 
 
+def _unusable_cache(write: bool) -> ValueError | None:
+    """Why the model cache (``<user cache>/hf-models``) cannot be used, as the ValueError to
+    raise, or None: a file in the way of a folder on its path, a folder that cannot be read
+    or, with ``write``, a place where no file can be created (tried for real)."""
+    import os
+
+    base = user_cache_dir()
+    where = "POSFLOW_CACHE_DIR" if os.environ.get("POSFLOW_CACHE_DIR") else "the per-user cache"
+    root = _root()
+    p = Path(os.path.abspath(root))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    why = None
+    if not p.is_dir():
+        why = f"{str(p)!r} is a file, not a folder"
+    elif not os.access(p, os.R_OK | os.X_OK):
+        why = f"{str(p)!r} cannot be read"
+    elif write:
+        try:
+            fd, name = tempfile.mkstemp(prefix=".posflow-probe-", dir=p)
+        except OSError as exc:
+            why = f"cannot write in {str(p)!r} ({exc.strerror or type(exc).__name__})"
+        else:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+    if why is None:
+        return None
+    return ValueError(
+        f"the posflow cache folder {str(base)!r} ({where}) is unusable: {why}; set "
+        "POSFLOW_CACHE_DIR to a folder you can write"
+    )
+
+
 def _install_hint(name: str) -> str:
     return f"install it with: posflow models install {name}"
 
@@ -89,18 +124,24 @@ def model_path(name: str) -> Path:
     _known(name)
     folder = _root() / name
     if not (folder / _MANIFEST).is_file():
+        bad = _unusable_cache(write=True)  # not installed here: can it be installed?
+        if bad is not None:
+            raise bad
         raise ValueError(f"model {name!r} is not installed; {_install_hint(name)}")
     return folder
 
 
 def installed_models() -> dict[str, Path | None]:
-    """{known name: its folder, or None when not installed}."""
+    """{known name: its folder, or None when not installed}; ValueError naming the cache
+    folder when it is unusable (a file, unreadable, or unwritable with a model missing)."""
     out = {}
     for name in KNOWN_MODELS:
-        try:
-            out[name] = model_path(name)
-        except ValueError:
-            out[name] = None
+        folder = _root() / name
+        out[name] = folder if (folder / _MANIFEST).is_file() else None
+    if None in out.values():
+        bad = _unusable_cache(write=True)
+        if bad is not None:
+            raise bad
     return out
 
 
@@ -139,6 +180,9 @@ def install(name: str, *, log=None, force: bool = False) -> Path:
     if (folder / _MANIFEST).is_file() and not force:
         say(f"{name} is already installed in {folder}")
         return folder
+    bad = _unusable_cache(write=True)
+    if bad is not None:
+        raise bad
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{name}-") as tmp:
         tmp = Path(tmp)
@@ -284,15 +328,40 @@ def load_pretrained(spec, *, dtype="float32", attention="eager"):
                 "Face checkpoint directory with config.json, nor a .gguf file"
             )
     kind = _model_type(folder, text)
+    dtype = _torch_dtype(dtype)
     with _quiet_transformers() as tf:
         try:
             model = tf.AutoModelForCausalLM.from_pretrained(
-                folder, attn_implementation=attention, dtype=_torch_dtype(dtype)
+                folder, attn_implementation=attention, dtype=dtype
             )
-        except (OSError, RuntimeError, ValueError, KeyError) as exc:
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(f"could not load the checkpoint {text!r}: {msg}") from exc
-        tok = None
-        if any((folder / f).is_file() for f in _TOKENIZER_FILES):
-            tok = tf.AutoTokenizer.from_pretrained(folder)
+            tok = None
+            if any((folder / f).is_file() for f in _TOKENIZER_FILES):
+                tok = tf.AutoTokenizer.from_pretrained(folder)
+        except (OSError, RuntimeError, ValueError, KeyError, _safetensor_error()) as exc:
+            raise _unloadable(text, folder, exc) from exc
+        except Exception as exc:  # the tokenizers library raises its own Exception type
+            if type(exc).__module__.split(".")[0] not in ("tokenizers", "safetensors"):
+                raise
+            raise _unloadable(text, folder, exc) from exc
     return model.eval(), kind, tok
+
+
+def _safetensor_error():
+    """safetensors' error type (raised for a truncated or damaged weights file)."""
+    try:
+        from safetensors import SafetensorError
+    except ImportError:  # pragma: no cover - transformers needs safetensors
+        return OSError
+    return SafetensorError
+
+
+def _unloadable(text: str, folder: Path, exc: BaseException) -> ValueError:
+    """The one-line error of a checkpoint that does not load: for an installed model, the
+    cache copy is damaged and the reinstall command is named."""
+    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if text in KNOWN_MODELS:
+        return ValueError(
+            f"the cached model {text!r} in {str(folder)!r} is corrupt ({msg}); reinstall it "
+            f"with: posflow models install {text} --force"
+        )
+    return ValueError(f"could not load the checkpoint {text!r}: {msg}")

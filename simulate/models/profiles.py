@@ -298,6 +298,13 @@ def run_measure(model, input_ids, *, content_scale="sqrt_d", batch_size=None, pr
     from posflow.simulate.models.measure import measure
     from posflow.simulate.models.sinks import sink_table
 
+    # the arguments that are used only after the (long) measurement are checked before it
+    if content_scale not in ("sqrt_d", "raw"):
+        raise ValueError(f"content_scale must be 'sqrt_d' or 'raw'; got {content_scale!r}")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int | np.integer) or bootstrap < 0:
+        raise ValueError(f"bootstrap must be an integer >= 0; got {bootstrap!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0; got {seed!r}")
     blocks = adapter_for(model).blocks(model)
     vn = adapter_for(model).value_source(blocks[0]) is not None
     m = measure(model, input_ids, batch_size=batch_size, progress=progress, value_norms=vn,

@@ -37,19 +37,49 @@ from posflow.simulate import (
 )
 
 
+def _output_folder(out):
+    """``out`` as a Path to a folder that exists or can be made and can be written; ValueError
+    naming ``out`` otherwise (checked by creating and removing a probe file; nothing is made)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    if isinstance(out, bytes) or not isinstance(out, str | os.PathLike):
+        raise TypeError(f"out must be a folder path (str or path); got {out!r}")
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"out {str(out)!r} is a file, not a folder")
+    anc = p
+    while not anc.exists():  # the nearest existing folder, where the report's folders start
+        anc = anc.parent
+    if not anc.is_dir():
+        raise ValueError(f"out {str(out)!r}: {str(anc)!r} is a file, not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".posflow-probe-", dir=anc)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ValueError(f"out {str(out)!r}: cannot write in {str(anc)!r} ({why})") from None
+    os.close(fd)
+    os.unlink(probe)
+    return p
+
+
 def verify(ids=None, *, size="quick", seed=0, out=None):
     """Check claims and return their results (see :func:`posflow.proofs_checks.kit.verify`);
     with ``out`` (a folder) also write the report there (index.md, index.html, figures,
-    results.json; :func:`posflow.proofs_checks.kit.write_report`)."""
-    from pathlib import Path
+    results.json; :func:`posflow.proofs_checks.kit.write_report`).
 
+    ``out`` is checked before any claim runs: ValueError naming it when it is a file or cannot
+    be written. ``ids`` as for the kit: omit it for every claim (an empty list is refused).
+    """
     from posflow.proofs_checks.kit import verify as _verify
 
+    folder = None if out is None else _output_folder(out)
     results = _verify(ids, size=size, seed=seed)
     if out is not None:
         from posflow.proofs_checks.kit import write_report
 
-        write_report(results, Path(out), size=size)
+        write_report(results, folder, size=size)
     return results
 
 
