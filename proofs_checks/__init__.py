@@ -13,19 +13,6 @@ Each check pairs exact statements from :mod:`posflow.theory` with numeric experi
 :mod:`posflow.simulate` and judges them (HOLDS / FAILS / INCONCLUSIVE).
 """
 
-from posflow.proofs_checks.kit import (
-    FAILS,
-    HOLDS,
-    INCONCLUSIVE,
-    Claim,
-    Context,
-    Evidence,
-    Relaxation,
-    all_claims,
-    get_claim,
-    run_claim,
-    select,
-)
 
 __all__ = [
     "FAILS",
@@ -40,3 +27,17 @@ __all__ = [
     "run_claim",
     "select",
 ]
+
+
+def __getattr__(name: str):
+    """The names above, from :mod:`posflow.proofs_checks.kit` on first use (so that the command
+    line, which lives in this package, starts without loading the claim machinery)."""
+    if name in __all__:
+        from posflow.proofs_checks import kit
+
+        return getattr(kit, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -7,7 +7,6 @@ convention: ``scipy.stats.wasserstein_distance`` on positions, divided by ``n - 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from posflow.simulate._validate import as_vector
 
@@ -50,6 +49,8 @@ def w1(p, q) -> float:
     """
     a, b = _pair(p, q)
     pos = np.arange(a.size, dtype=np.float64)
+    from scipy import stats  # imported on first use: it dominates posflow's import time
+
     return float(stats.wasserstein_distance(pos, pos, a, b))
 
 
@@ -72,6 +73,8 @@ def spearman(p, q) -> float:
                 f"{name} must not be constant (all {v.size} entries equal): a constant profile "
                 "has no ranks, so its Spearman correlation is undefined"
             )
+    from scipy import stats
+
     return float(stats.spearmanr(a, b).statistic)
 
 

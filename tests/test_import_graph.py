@@ -194,3 +194,30 @@ def test_the_privacy_rule_sees_a_planted_reach(tmp_path):
     inside.write_text("from posflow.proofs_checks.kit._evidence import Evidence\n",
                       encoding="utf-8")  # fmt: skip
     assert _private_reaches({f"{KIT}.other": inside}) == []
+
+
+# -- start-up: what ``import posflow`` and ``posflow --help`` leave unloaded (benchmarks/startup.py
+# measures the seconds; here, the heavy modules they must not import) --
+
+
+@pytest.mark.parametrize(("code", "absent"), [
+    ("import posflow", ("scipy.stats", "matplotlib", "posflow.proofs_checks.kit", "torch")),
+    ("from posflow.proofs_checks.cli import build_parser; build_parser()",
+     ("scipy.stats", "matplotlib", "posflow.proofs_checks.kit", "torch")),
+    ("import posflow.proofs_checks.kit", ("matplotlib", "torch")),
+])  # fmt: skip
+def test_start_up_leaves_heavy_modules_unloaded(code, absent):
+    import subprocess
+    import sys
+
+    probe = f"{code}; import sys; print([m for m in {list(absent)!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_the_lazy_package_names_still_resolve():
+    from posflow import proofs_checks
+
+    assert proofs_checks.get_claim("PB1").id == "PB1" and "get_claim" in dir(proofs_checks)
+    with pytest.raises(AttributeError, match="no attribute"):
+        proofs_checks.not_a_name  # noqa: B018

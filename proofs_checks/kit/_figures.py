@@ -1,16 +1,15 @@
-"""Figures shared by the command line and the claim checks (matplotlib, Agg, PNG at 150 dpi).
+"""Figures shared by the command line and the claim checks (matplotlib, PNG at 150 dpi).
 
 One colour per variant or scheme across every figure (colour-blind-safe Okabe–Ito palette).
+Figures are built with matplotlib's object-oriented :class:`matplotlib.figure.Figure` (no
+pyplot), so importing this module neither imports matplotlib nor changes the user's backend;
+saving a PNG uses matplotlib's Agg canvas whatever the backend.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 __all__ = ["COLORS", "plot_profile", "plot_profiles", "render", "save"]
@@ -27,20 +26,27 @@ COLORS = {
 DPI = 150
 
 
+def _figure(**kw):
+    """A new matplotlib Figure, detached from pyplot (nothing to close, no backend chosen)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kw)
+
+
 def save(fig, path) -> Path:
-    """Write ``fig`` as a PNG (150 dpi), creating the folder, and close it."""
+    """Write ``fig`` as a PNG (150 dpi), creating the folder."""
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise ValueError(f"path must end in .png; got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
     return path
 
 
 def plot_profiles(profiles: dict, title: str, path, *, logy: bool = False) -> Path:
     """Plot influence profiles ``{label: p}`` against token position and save a PNG."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig = _figure(figsize=(6.4, 3.6))
+    ax = fig.subplots()
     for label, p in profiles.items():
         p = np.asarray(p, dtype=float)
         ax.plot(
@@ -60,7 +66,8 @@ def plot_profiles(profiles: dict, title: str, path, *, logy: bool = False) -> Pa
 def plot_profile(p, title: str, path) -> Path:
     """Plot one influence profile with its minimum marked; save a PNG."""
     p = np.asarray(p, dtype=float)
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig = _figure(figsize=(6.4, 3.6))
+    ax = fig.subplots()
     ax.plot(np.arange(p.size), p, color=COLORS["profile"], lw=1.6)
     k = int(np.argmin(p))
     ax.plot([k], [p[k]], "o", color=COLORS["bound"], label=f"argmin j = {k}")
@@ -122,7 +129,8 @@ def render(figure, path) -> Path:
     k = len(figure.panels)
     cols = min(k, 3)
     rows = -(-k // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.5 * rows), squeeze=False)
+    fig = _figure(figsize=(4.6 * cols, 3.5 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     shared = None  # (handles, labels) of the first panel whose legend is shared
     for ax, panel in zip(axes.flat, figure.panels, strict=False):
         _draw_panel(ax, panel)
