@@ -16,6 +16,8 @@ import numpy as np
 from posflow.proofs_checks.kit import (
     SCHEME_COLORS,
     SCHEME_LABELS,
+    STYLIZED,
+    STYLIZED_INPUTS,
     Context,
     Evidence,
     Figure,
@@ -48,14 +50,7 @@ __all__: list[str] = []
 
 D, LAM, W, NEAR = PLANTED.d, PLANTED.logit_scale, PLANTED.window, PLANTED.near_distance
 _N_REF = PLANTED.reference_draws
-_STYLIZED = "posflow.simulate._stylized:stylized_attention"
-_DRAW = "posflow.simulate._stylized:_draw_inputs"
 _ROTATION = ("rope", "random_qk", "learned")
-
-
-def _mean_se(x):
-    m, s = mean_se(np.asarray(x, dtype=float))
-    return float(m), float(s)
 
 
 @register(
@@ -131,10 +126,10 @@ def _at12_scheme(ctx: Context, s: str, zlim: float, comps: int):
         worst = max(worst, float(np.max(1 - r.far_mass)) - cap)
         for q, sim in (("near_mass", 1 - r.far_mass), ("planted", r.near_weight)):
             ms.append(_at12_compare(s, L, q, sim, ref, zlim, comps))
-            m, se = _mean_se(sim)
+            m, se = mean_se(sim)
             rows.append([SCHEME_LABELS[s], L, q, m, se, ref[q], ref[q + "_se"], m / ref[q] - 1])
     first, last = sweep[min(sweep)], sweep[max(sweep)]
-    (m0, s0), (m1, s1) = _mean_se(1 - first.far_mass), _mean_se(1 - last.far_mass)
+    (m0, s0), (m1, s1) = mean_se(1 - first.far_mass), mean_se(1 - last.far_mass)
     ms.append(
         at_least(
             f"{s}_near_mass_fall_z",
@@ -149,7 +144,7 @@ def _at12_scheme(ctx: Context, s: str, zlim: float, comps: int):
 
 def _at12_compare(s: str, L: int, q: str, sim, ref: dict, zlim: float, comps: int):
     """The simulated mean of ``q`` (near_mass or planted) against the reference, statistical."""
-    m, se = _mean_se(sim)
+    m, se = mean_se(sim)
     ref_m, ref_se = ref[q], ref[q + "_se"]
     sd = math.hypot(se, ref_se)
     what = "1 − ρ_D" if q == "near_mass" else "a_{j*}"
@@ -235,7 +230,7 @@ def _half_frequency_exponent(original):
 add_mutant(
     "AT12",
     "far-keys-leak-toward-query",
-    _DRAW,
+    STYLIZED_INPUTS,
     _keys_leak(0.1),
     "every key drawn with a 0.1 component along the query (key_coherence 0 → 0.1)",
 )
@@ -249,7 +244,7 @@ add_mutant(
 add_mutant(
     "AT12",
     "logit-scale-10%",
-    _STYLIZED,
+    STYLIZED,
     scaled_keyword("logit_scale", 1.1, LAM),
     "scores scaled by 1.1·λ (a slip in the ‖q‖‖k‖ normalisation)",
 )

@@ -16,6 +16,7 @@ import numpy as np
 
 from posflow.proofs_checks.kit import (
     SCHEME_COLORS,
+    STYLIZED,
     Context,
     Evidence,
     Figure,
@@ -47,15 +48,9 @@ __all__: list[str] = []
 
 D, LAM, W, SLOPE = PLANTED.d, PLANTED.logit_scale, PLANTED.window, PLANTED.alibi_slope
 _N_REF = PLANTED.reference_draws
-_STYLIZED = "posflow.simulate._stylized:stylized_attention"
 _M, _W13, _LAM13 = 0.25, 16, 1.0  # the exact side's ALiBi slope, window and logit bound
 _LS13 = [512, 4096, 65536]
 _FP_ROW = fp_tol(2e-11, "a log-space softmax of L ≤ 65536 terms: L·ε·(a few) ≈ 2e-11")
-
-
-def _mean_se(x):
-    m, s = mean_se(np.asarray(x, dtype=float))
-    return float(m), float(s)
 
 
 def _alibi_sup_closed(m: float, w: int, lam: float, L: float) -> float:
@@ -96,7 +91,7 @@ def at13(ctx: Context) -> Evidence:
     sty_sup = np.asarray(th.alibi_far_mass_bound(SLOPE, W, LAM, list(sweep)))
     rows = []
     for (L, r), cap in zip(sweep.items(), sty_sup, strict=True):
-        mu, se = _mean_se(r.far_mass)
+        mu, se = mean_se(r.far_mass)
         ms += _at13_stylized(L, r, cap, (mu, se), (ref, ref_se), zlim, len(sweep))
         rows.append([L, r.far_mass.size, mu, se, ref, ref_se, float(cap)])
     ms += [
@@ -295,7 +290,7 @@ add_mutant(
 add_mutant(
     "AT13",
     "stylized-alibi-slope-halved",
-    _STYLIZED,
+    STYLIZED,
     scaled_keyword("alibi_slope", 0.5, SLOPE),
     "the simulator's ALiBi slope halved",
 )

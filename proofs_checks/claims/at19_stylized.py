@@ -27,6 +27,7 @@ from posflow.proofs_checks.claims.at19_stylized_figures import (
 )
 from posflow.proofs_checks.kit import (
     SCHEME_LABELS,
+    STYLIZED_INPUTS,
     Context,
     Evidence,
     add_mutant,
@@ -63,12 +64,6 @@ TAU = 0.5
 TAU_GRID = (0.25, 0.5, 0.75, 1.0, 1.25)
 _N_REF = PLANTED.reference_draws
 _EPS = 2.220446049250313e-16
-_DRAW = "posflow.simulate._stylized:_draw_inputs"
-
-
-def _mean_se(x):
-    m, s = mean_se(np.asarray(x, dtype=float))
-    return float(m), float(s)
 
 
 def _bonferroni(zlim: float, comps: int) -> str:
@@ -91,7 +86,7 @@ def _tau_decision(Ls, qk, qkv, tau, zlim):
     zs = []
     for k in sorted(set(br)):
         d = np.asarray(qk[k]) - np.asarray(qkv[k])
-        m, se = _mean_se(d)
+        m, se = mean_se(d)
         zs.append(m / se if se > 0 else math.copysign(math.inf, m))
     z = float(min(zs))
     decision = "holds" if z >= zlim else "fails" if z <= -zlim else "undecided"
@@ -165,7 +160,7 @@ def _at19_far_mass(sw, Ls, seed, zlim, comps) -> list:
     for s in ("rope", "random_qk"):
         r = sw[s][Lmax]
         ref = near_mass_reference(s, Lmax, seed)
-        m, se = _mean_se(1 - r.far_mass)
+        m, se = mean_se(1 - r.far_mass)
         sd = math.hypot(se, ref["near_mass_se"])
         ms.append(
             close(
@@ -201,7 +196,7 @@ def _at19_alibi_and_identity(sw, Ls, seed, zlim, comps) -> list:
     Lmax = Ls[-1]
     fp_soft = fp_tol(Lmax * 4 * _EPS, f"a softmax of L ≤ {Lmax} terms: 4·L·ε")
     ref, ref_se, _ = alibi_far_mass_reference(seed)
-    m, se = _mean_se(sw["alibi"][Lmax].far_mass)
+    m, se = mean_se(sw["alibi"][Lmax].far_mass)
     sd = math.hypot(se, ref_se)
     alibi = close(
         "alibi_far_mass_at_Lmax",
@@ -256,7 +251,7 @@ def _at19_value_side(sw, Ls, zlim, comps):
             )
         )
         ratio2 = (sw["random_qkv"][L].far_residual / sw["random_qk"][L].far_residual) ** 2
-        m, se = _mean_se(ratio2)
+        m, se = mean_se(ratio2)
         pred = float(vse) + far_logit_cv2() / M
         bias = 4 * far_logit_cv2() / M * pred
         ms.append(
@@ -313,7 +308,7 @@ def _at19_floor(sw, qk, qkv, r_meas, Ls, zlim, comps) -> list:
     Lmax = Ls[-1]
     e_qk, e_qkv = float(np.mean(qk[-1])), float(np.mean(qkv[-1]))
     far_max = float(np.mean(sw["random_qk"][Lmax].far_mass))
-    er, er_se = _mean_se(qkv[-1] / qk[-1])
+    er, er_se = mean_se(qkv[-1] / qk[-1])
     return [
         at_least(
             "output_error_ratio_floor",
@@ -373,7 +368,7 @@ add_mutant(
 add_mutant(
     "AT19",
     "value-angles-half-width",
-    _DRAW,
+    STYLIZED_INPUTS,
     _v_angles_narrow,
     "value angles drawn from Unif[−f_b/2, f_b/2] instead of Unif[−f_b, f_b]",
 )

@@ -26,11 +26,6 @@ D, BASE, LAM, W = PLANTED.d, PLANTED.base, PLANTED.logit_scale, PLANTED.window
 NEAR = PLANTED.near_distance
 
 
-def _mean_se(x):
-    m, s = mean_se(np.asarray(x, dtype=float))
-    return float(m), float(s)
-
-
 def figure_at19(sw: dict, Ls: list, rows: list, blk: list, seed: int, tau: float) -> Figure:
     """AT19's figure: far mass by L (simulated and predicted), the far-residual ratio Q/K/V : Q/K
     (simulated and by where the value lives) and the output errors against τ.
@@ -76,7 +71,7 @@ def _far_series(sw: dict, Ls: list, seed: int) -> list[Series]:
     out = []
     for s in ("rope", "random_qk", "alibi"):
         x = list(sw[s])
-        y = [_mean_se(sw[s][L].far_mass) for L in x]
+        y = [mean_se(sw[s][L].far_mass) for L in x]
         out.append(
             Series(
                 SCHEME_LABELS[s],

@@ -12,6 +12,8 @@ __all__ = [
     "CHAIN",
     "DENSE_APPLY",
     "RESIDUAL_STEP",
+    "STYLIZED",
+    "STYLIZED_INPUTS",
     "SUMMABILITY_TEST",
     "constant_result",
     "leaky_residual_step",
@@ -27,6 +29,8 @@ __all__ = [
 CHAIN = "posflow.simulate.rollout:_chain"
 RESIDUAL_STEP = "posflow.simulate._kernel:Kernel._residual_step"
 DENSE_APPLY = "posflow.simulate.kernels:DenseKernel._apply"
+STYLIZED = "posflow.simulate._stylized:stylized_attention"
+STYLIZED_INPUTS = "posflow.simulate._stylized:_draw_inputs"
 SUMMABILITY_TEST = "posflow.theory._summability:_decide_positive"
 
 
