@@ -41,6 +41,7 @@ setup(
             "data/extrapolation_v2/*.json",
             "data/smollm2/*.json",
         ],
+        "posflow.proofs_checks.kit": ["expected.toml"],
     },
     include_package_data=False,
 )

@@ -5,14 +5,23 @@ import functools
 
 import pytest
 
-from posflow.proofs_checks.kit import Context, clear_caches, get_claim, run_claim
+from posflow.proofs_checks.kit import Context, clear_caches, counting, get_claim, run_claim
+
+CALLS: dict[str, dict[str, int]] = {}
+"""``{cid: {routine: calls}}``: how often the baseline run of each claim called each routine it
+cites (filled in by :func:`baseline`)."""
 
 
 @functools.cache
 def baseline(cid: str):
-    """The unmutated quick result of claim ``cid`` (memo caches cleared first)."""
+    """The unmutated quick result of claim ``cid`` (memo caches cleared first), run with every
+    routine it cites wrapped in a call counter (:data:`CALLS`)."""
     clear_caches()
-    return run_claim(get_claim(cid), Context())
+    claim = get_claim(cid)
+    with counting(claim) as counts:
+        res = run_claim(claim, Context())
+    CALLS[cid] = dict(counts)
+    return res
 
 
 def results_fixture(ids):

@@ -26,13 +26,16 @@ from posflow.proofs_checks.kit import (
     add_relaxation,
     at_least,
     at_most,
+    cite,
     claim_rng,
     fp_tol,
     holds,
     info,
     register,
+    rejects,
 )
 from posflow.proofs_checks.kit import examples as ex
+from posflow.simulate import transport as sim
 from posflow.theory import transport as th
 
 __all__ = ["AT10_TOL", "bounded_logits_violation", "unbounded_logit_examples"]
@@ -102,27 +105,69 @@ def _figure_at10(K, lam):
     return Figure("AT10_far_mass", f"AT10: far-mass lower bound, K = {K}, λ = {lam:g}", [panel])
 
 
-def _judge_at10(der, formula_err, digest_err, attain_err, rand_gap, opt_err, bounds):
+def _formula_judge(key, bounds, lam, K):
+    """The judge of the bound's values: max relative error against M/(M + K e^{2λ})."""
+    direct = _DIGEST_M / (_DIGEST_M + K * np.exp(2 * lam))
+    err = float(np.max(np.abs(np.asarray(bounds) / direct - 1)))
+    return at_most(key, err, 0.0,
+                   fp_tol(1e-13, "expit(ln M − ln K − 2λ) vs M/(M + K e^(2λ)): ≤ 10 roundings"),
+                   label="max |far_mass_lower_bound/(M/(M + K e^(2λ))) − 1|")  # fmt: skip
+
+
+def _digest_judge(key, bounds):
+    """The judge against the digest: max |bound − digest| in units of its last printed digit."""
+    err = float(np.max(np.abs(np.asarray(bounds) - _DIGEST) / _DIGEST_UNIT))
+    label = "max |bound − digest value| in units of the digest's last digit"
+    return at_most(key, err, 0.5, fp_tol(1e-12, _FP_DIGEST), label=label)
+
+
+def _mass_judge(key, rho, ref, label):
+    """The judge of a far-mass routine: max |ρ − reference| over random logits."""
+    return at_most(key, float(np.max(np.abs(np.asarray(rho) - ref))), 0.0,
+                   fp_tol(1e-13, _FP_MASS), label=label)  # fmt: skip
+
+
+def _routine_comparisons(rng, bounds, lam, K):
+    """far_mass, attention_weights and near_far_mass against direct sums of exponentials on
+    random logits, and negative controls of the bound's judges (known-wrong bounds)."""
+    k, m, rows = 4, 11, 64
+    near = rng.uniform(-3, 3, (rows, k))
+    far = rng.uniform(-3, 3, (rows, m))
+    ef, en = np.exp(far).sum(axis=1), np.exp(near).sum(axis=1)
+    direct = ef / (ef + en)  # the direct ratio of sums (logits ≤ 3: no overflow)
+    # one query at position k+m-1 whose k most recent keys are near: logits (far…, near…)
+    logits = np.concatenate([far, near], axis=1)
+    a = sim.attention_weights(logits, np.full(rows, k + m - 1))
+    soft = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    _, rho_w = sim.near_far_mass(a, k, np.full(rows, k + m - 1))
+    bad_bound = th.far_mass_lower_bound(_DIGEST_M, K, lam / 2)  # M/(M + K e^λ)
+    return [
+        _mass_judge("max_far_mass_error_vs_direct_sum", th.far_mass(near, far), direct,
+                    "max |far_mass − Σe^f/(Σe^f + Σe^n)| over 64 random logit rows"),
+        _mass_judge("max_attention_weights_error_vs_direct_softmax", a, soft,
+                    "max |attention_weights − exp(s)/Σexp(s)| over 64 rows of 15 keys"),
+        _mass_judge("max_near_far_mass_error_vs_direct_sum", rho_w, direct,
+                    "max |near_far_mass far part − Σe^f/(Σe^f + Σe^n)| (window K = 4)"),
+        rejects("formula_judge_control_e_lambda", _formula_judge("c", bad_bound, lam, K),
+                "the bound M/(M + K e^λ): the factor 2 of the exponent lost"),
+        rejects("digest_judge_control_one_digit_off",
+                _digest_judge("c", np.asarray(bounds) + _DIGEST_UNIT),
+                "every bound moved by one unit of the digest's last digit"),
+        rejects("mass_judge_control_hard_max",
+                _mass_judge("c", 1 / (1 + np.exp(near.max(1) - far.max(1))), direct, "c"),
+                "ρ_D from the largest near and far logits instead of their sums"),
+    ]  # fmt: skip
+
+
+def _judge_at10(der, attain_err, rand_gap, opt_err, bounds, lam, K):
     return [
         holds(
             "sympy_proven",
             der.proven,
             label="sympy: ∂ρ/∂far > 0, ∂ρ/∂near < 0, corner = bound, ↑ in M, ↓ in λ, → 1",
         ),
-        at_most(
-            "max_relative_error_vs_direct_formula",
-            formula_err,
-            0.0,
-            fp_tol(1e-13, "expit(ln M − ln K − 2λ) vs M/(M + K e^(2λ)): ≤ 10 roundings"),
-            label="max |far_mass_lower_bound/(M/(M + K e^(2λ))) − 1|",
-        ),
-        at_most(
-            "max_digest_error_in_last_digit",
-            digest_err,
-            0.5,
-            fp_tol(1e-12, _FP_DIGEST),
-            label="max |bound − digest value| in units of the digest's last digit",
-        ),
+        _formula_judge("max_relative_error_vs_direct_formula", bounds, lam, K),
+        _digest_judge("max_digest_error_in_last_digit", bounds),
         at_most(
             "max_attainment_error",
             attain_err,
@@ -153,28 +198,48 @@ def _judge_at10(der, formula_err, digest_err, attain_err, rand_gap, opt_err, bou
     ]
 
 
+_CITES = (
+    cite("posflow.theory.transport:far_mass_lower_bound",
+         "the direct formula M/(M + K e^{2λ}) and the digest's printed values",
+         "max_relative_error_vs_direct_formula", "max_digest_error_in_last_digit"),
+    cite("posflow.theory.transport:far_mass",
+         "the direct ratio of sums of exponentials on random logits",
+         "max_far_mass_error_vs_direct_sum"),
+    cite("posflow.theory.transport:far_mass_minimiser",
+         "the bound (the corner's far mass must equal it)", "max_attainment_error"),
+    cite("posflow.theory.transport:far_mass_derivation",
+         "sympy's signs of the partial derivatives, the corner sum and the limit",
+         "sympy_proven"),
+    cite("posflow.simulate.transport:attention_weights",
+         "a direct softmax exp(s)/Σ exp(s)", "max_attention_weights_error_vs_direct_softmax"),
+    cite("posflow.simulate.transport:near_far_mass",
+         "the direct ratio of sums of exponentials (window = the K near keys)",
+         "max_near_far_mass_error_vs_direct_sum"),
+)  # fmt: skip
+
+
 @register(
     "AT10",
     "[B]",
     "far-mass lower bound: with K near and M far logits in [-λ, λ], ρ_D ≥ M/(M + K e^{2λ}), "
     "attained, → 1 as M → ∞",
     assumptions=("every logit in [-λ, λ]",),
+    compares=_CITES,
 )
 def at10(ctx: Context) -> Evidence:
     """Claim AT10: ρ_D ≥ M/(M + K e^{2λ}) for logits in [-λ, λ], attained, → 1.
 
     sympy (``far_mass_derivation``); ``far_mass_lower_bound`` against the direct formula and the
-    digest's printed values at λ = 3, K = 4; ``far_mass`` at ``far_mass_minimiser`` equals the
-    bound; L-BFGS-B from random starts and a random search over the box for three (K, M, λ)
-    find nothing lower and reach the bound.
+    digest's printed values at λ = 3, K = 4; ``far_mass``, ``sim.attention_weights`` and
+    ``sim.near_far_mass`` against direct sums of exponentials; ``far_mass`` at
+    ``far_mass_minimiser`` equals the bound; L-BFGS-B from random starts and a random search over
+    the box for three (K, M, λ) find nothing lower and reach the bound. Negative controls: each
+    judge rejects a known-wrong bound or mass.
     """
     rng = claim_rng(ctx, 10)
     der = th.far_mass_derivation()
     lam, K = 3.0, 4
     bounds = np.asarray(th.far_mass_lower_bound(_DIGEST_M, K, lam))
-    direct = _DIGEST_M / (_DIGEST_M + K * np.exp(2 * lam))
-    formula_err = float(np.max(np.abs(bounds / direct - 1)))
-    digest_err = float(np.max(np.abs(bounds - _DIGEST) / _DIGEST_UNIT))
     starts = 40 if ctx.full else 8
     n_random = 20_000 if ctx.full else 5_000
     rows, attain_err, opt_err, rand_gap = [], 0.0, 0.0, np.inf
@@ -186,7 +251,8 @@ def at10(ctx: Context) -> Evidence:
         rand_gap = min(rand_gap, rand_min - b)
         rows.append([k, m, lm, b, float(found), rand_min])
     return Evidence(
-        _judge_at10(der, formula_err, digest_err, attain_err, rand_gap, opt_err, bounds),
+        _judge_at10(der, attain_err, rand_gap, opt_err, bounds, lam, K)
+        + _routine_comparisons(rng, bounds, lam, K),
         figures=[_figure_at10(K, lam)],
         tables=[
             Table(

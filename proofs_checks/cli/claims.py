@@ -1,7 +1,8 @@
 """``posflow claims [IDS] [--json | --markdown]``: the claim catalog, from the kit.
 
-The table lists each claim's ID, source tag, statement, assumptions, relaxations, mutants and the
-function that checks it; ``--markdown`` prints exactly the repository's ``CLAIMS.md``
+The table lists each claim's ID, source tag, statement, assumptions, relaxations, mutants, the
+routines its check compares with an independent reference, its expected verdict (the verdict lock)
+and the function that checks it; ``--markdown`` prints exactly the repository's ``CLAIMS.md``
 (:func:`posflow.proofs_checks.kit.to_markdown`).
 """
 
@@ -40,13 +41,26 @@ def cmd_claims(args) -> int:
     return 0
 
 
+def _compares(compares) -> str:
+    return "; ".join(f"{x['routine'].rpartition(':')[2]} vs {x['reference']}"
+                     for x in compares) or "—"  # fmt: skip
+
+
+def _expected(exp) -> str:
+    if exp["quick"] == exp["full"]:
+        return exp["quick"]
+    return f"{exp['quick']} (quick), {exp['full']} (full)"
+
+
 def _print_table(recs) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=f"posflow claims ({len(recs)})")
-    for col in ("ID", "source", "statement", "assumptions", "relaxations", "mutants", "check"):
+    cols = ("ID", "source", "statement", "assumptions", "relaxations", "mutants", "compares",
+            "expected", "check")  # fmt: skip
+    for col in cols:
         t.add_column(col, overflow="fold")
     for r in recs:
         t.add_row(
@@ -56,6 +70,8 @@ def _print_table(recs) -> None:
             escape("; ".join(r["assumptions"])),
             escape(", ".join(x["name"] for x in r["relaxations"]) or "—"),
             escape(", ".join(r["mutants"]) or "—"),
+            escape(_compares(r["compares"])),
+            escape(_expected(r["expected"])),
             r["check"].removeprefix("posflow.proofs_checks."),
         )
     Console().print(t)

@@ -1,7 +1,9 @@
 """``posflow verify [IDS] [--quick|--full] [--out DIR] [--json] [--seed S] [--threads N]``.
 
 Checks claims and reports measured verdicts; every record carries its provenance
-(:func:`posflow.proofs_checks.kit.provenance`). Exit 0, 1 when a check crashed, 2 on bad input.
+(:func:`posflow.proofs_checks.kit.provenance`). Exit status by the verdict lock
+(``proofs_checks/kit/expected.toml``): 0 when every verdict equals its recorded expectation, 1 when
+any differs or a check crashed (each difference is named on stderr), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -61,11 +63,14 @@ def _isolated(claim, args, size, threads):
     except (json.JSONDecodeError, IndexError, KeyError, TypeError):
         tail = r.stderr.strip().splitlines()
         why = one_line(tail[-1]) if tail else f"exit code {r.returncode}"
-        return kit.Result(claim, kit.ERROR, None, 0.0, why, "alone (own process)")
+        exp = kit.expectation(claim.id)
+        return kit.Result(claim, kit.ERROR, None, 0.0, why, "alone (own process)",
+                          exp.at(size), exp.reason)  # fmt: skip
     ev = None if rec["status"] == kit.ERROR else kit.Evidence.from_json(rec)
     return kit.Result(
-        claim, rec["status"], ev, rec["seconds"], rec.get("error", ""), "alone (own process)"
-    )
+        claim, rec["status"], ev, rec["seconds"], rec.get("error", ""), "alone (own process)",
+        rec.get("expected", ""), rec.get("expected_reason", ""),
+    )  # fmt: skip
 
 
 def cmd_verify(args) -> int:
@@ -122,7 +127,10 @@ def cmd_verify(args) -> int:
         _print_table(results, size, prov)
         if index is not None:
             print(f"report: {index}")
-    return 1 if any(r.status == kit.ERROR for r in results) else 0
+    diff = kit.lock_mismatches(results, size)
+    for line in diff:
+        print(f"posflow verify: verdict lock: {line}", file=sys.stderr)
+    return 1 if diff else 0
 
 
 def _cmd_mutants(args, size) -> int:
@@ -171,10 +179,13 @@ def _print_table(results, size, prov):
         caption=f"posflow {prov['posflow']}{' @ ' + commit if commit else ''}, seed "
         f"{prov['seed']}, {prov['threads']} thread(s); s = seconds ({prov['timing']})",
     )
-    for col in ("ID", "status", "statement", "s"):
+    for col in ("ID", "status", "expected", "statement", "s"):
         t.add_column(col, overflow="fold")
     for r in results:
         note = r.error or (r.evidence.summary if r.evidence else "")
         stmt = escape(r.claim.statement) + (f"\n[dim]{escape(note)}[/dim]" if note else "")
-        t.add_row(r.claim.id, f"[{colour[r.status]}]{r.status}[/]", stmt, f"{r.seconds:.1f}")
+        if r.expected and r.expected != "HOLDS" and r.expected_reason:
+            stmt += f"\n[dim]expected {r.expected}: {escape(r.expected_reason)}[/dim]"
+        exp = "= " + r.expected if r.as_expected else f"[bold red]≠ {r.expected}[/]"
+        t.add_row(r.claim.id, f"[{colour[r.status]}]{r.status}[/]", exp, stmt, f"{r.seconds:.1f}")
     Console().print(t)

@@ -16,6 +16,12 @@ module                      what it holds
                             :func:`undecided`, the tolerance constructors)
 ``_mutants``                :func:`add_mutant`, :func:`mutated`, :func:`kill_table` (mutants
                             live in the same registry as the claims they must break)
+``_cites``                  :func:`cite` (the routines a check compares with an independent
+                            reference, listed by ``posflow claims``), :func:`cited_calls`
+``_controls``               :func:`rejects` (negative controls: a judge run on known-wrong
+                            inputs must reject them, inside the verdict), :func:`biased`
+``_lock``                   the verdict lock (``expected.toml``): :func:`expectation`,
+                            :func:`lock_mismatches`
 ``_decide``                 the one decision rule: an interval against a bound → HOLDS /
                             FAILS / INCONCLUSIVE, family-wise levels, sensitivity tables
 ``_breaks``                 reusable mutant factories (:func:`scaled_argument`, …)
@@ -59,6 +65,8 @@ from posflow.proofs_checks.kit._breaks import (
 )
 from posflow.proofs_checks.kit._catalog import SOURCES, anchor, to_markdown
 from posflow.proofs_checks.kit._catalog import records as catalog_records
+from posflow.proofs_checks.kit._cites import Cite, cite, cited_calls, counting
+from posflow.proofs_checks.kit._controls import biased, rejects
 from posflow.proofs_checks.kit._counterexamples import (
     SearchResult,
     describe,
@@ -104,6 +112,12 @@ from posflow.proofs_checks.kit._evidence import (
 )
 from posflow.proofs_checks.kit._figures import COLORS, plot_profile, plot_profiles, render, save
 from posflow.proofs_checks.kit._inputs import random_alibi, random_causal, random_layers
+from posflow.proofs_checks.kit._lock import (
+    Expectation,
+    expectation,
+    expectations,
+    lock_mismatches,
+)
 from posflow.proofs_checks.kit._mutants import (
     Kill,
     Mutant,
@@ -192,10 +206,12 @@ __all__ = [
     "U_END_MARGIN",
     "U_MARGINS",
     "U_MIN_DEPTH",
+    "Cite",
     "Claim",
     "Context",
     "Decision",
     "Evidence",
+    "Expectation",
     "Figure",
     "Kill",
     "Measurement",
@@ -214,21 +230,27 @@ __all__ = [
     "anchor",
     "at_least",
     "at_most",
+    "biased",
     "binomial_reason",
     "binomial_z_above",
     "binomial_z_below",
     "binomial_z_two_sided",
     "catalog_records",
+    "cite",
+    "cited_calls",
     "claim_modules",
     "claim_rng",
     "clear_caches",
     "close",
     "combine",
     "constant_result",
+    "counting",
     "decide",
     "describe",
     "exact_tol",
     "examples",
+    "expectation",
+    "expectations",
     "export_test",
     "family_level",
     "family_reason",
@@ -243,6 +265,7 @@ __all__ = [
     "kill_table",
     "leaky_residual_step",
     "load_record",
+    "lock_mismatches",
     "loglog_slope",
     "mean_se",
     "measurement_rows",
@@ -264,6 +287,7 @@ __all__ = [
     "random_layers",
     "records",
     "register",
+    "rejects",
     "relaxations_of",
     "render",
     "replay",

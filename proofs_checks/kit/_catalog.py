@@ -9,6 +9,7 @@ the code. Each claim has a heading, so ``CLAIMS.md#pb3`` links to its entry.
 
 from __future__ import annotations
 
+from posflow.proofs_checks.kit._lock import expectation
 from posflow.proofs_checks.kit._mutants import mutants_of
 from posflow.proofs_checks.kit._registry import Claim, all_claims
 
@@ -56,7 +57,9 @@ def records(claims: list[Claim] | None = None) -> list[dict]:
 
     Keys: ``id``, ``source`` (e.g. ``"[A, D]"``), ``statement``, ``assumptions`` (list),
     ``relaxations`` (list of ``{"name", "drops"}``), ``mutants`` (list of names; empty while a
-    claim registers none), ``check`` (``"module.function"``).
+    claim registers none), ``compares`` (list of ``{"routine", "reference", "keys"}``: the
+    routines the check compares with an independent reference), ``expected`` (``{"quick",
+    "full", "reason"}``: the verdict lock), ``check`` (``"module.function"``).
     """
     out = []
     for c in all_claims() if claims is None else claims:
@@ -68,9 +71,30 @@ def records(claims: list[Claim] | None = None) -> list[dict]:
             "assumptions": list(c.assumptions),
             "relaxations": [{"name": r.name, "drops": r.drops} for r in c.relaxations.values()],
             "mutants": sorted(mutants),
+            "compares": [x.as_json() for x in c.compares],
+            "expected": _expected(c.id),
             "check": f"{c.check.__module__}.{c.check.__qualname__}",
         })  # fmt: skip
     return out
+
+
+def _expected(cid: str) -> dict:
+    e = expectation(cid)
+    return {"quick": e.quick, "full": e.full, "reason": e.reason}
+
+
+def _verdict_line(exp: dict) -> str:
+    v = (
+        exp["quick"]
+        if exp["quick"] == exp["full"]
+        else f"{exp['quick']} (quick), {exp['full']} (full)"
+    )
+    return f"- expected verdict: {v}" + (f" — {exp['reason']}" if exp["reason"] else "")
+
+
+def _compares_line(x: dict) -> str:
+    keys = ", ".join(f"`{k}`" for k in x["keys"])
+    return f"  - `{x['routine'].replace(':', '.')}` against {x['reference']} ({keys})"
 
 
 def _cell(text: str) -> str:
@@ -99,5 +123,10 @@ def to_markdown(recs: list[dict] | None = None) -> str:
         else:
             lines.append("- relaxations: none")
         lines.append("- mutants: " + (", ".join(f"`{m}`" for m in r["mutants"]) or "none"))
+        comp = r.get("compares", [])
+        lines.append("- compares with an independent reference:" + ("" if comp else " none"))
+        lines += [_compares_line(x) for x in comp]
+        if "expected" in r:
+            lines.append(_verdict_line(r["expected"]))
         lines.append(f"- checked by: `{r['check']}` (`posflow verify {r['id']}`)")
     return "\n".join(lines) + "\n"

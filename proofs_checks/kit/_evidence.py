@@ -162,6 +162,8 @@ class Measurement:
         if not isinstance(v, int | float) or isinstance(v, bool) or math.isnan(v):
             return False
         slack = self.tol.value if self.tol is not None else 0.0
+        if self.vacuous:
+            return False
         if t == "close":
             return abs(v - r) <= slack
         if t == "rel_close":
@@ -173,6 +175,24 @@ class Measurement:
     @property
     def judged(self) -> bool:
         return self.test not in ("info", "undecided")
+
+    @property
+    def vacuous(self) -> bool:
+        """Whether the tolerance is as large as the quantity: a value of 0 would pass a
+        comparison with a nonzero reference (``close`` with tol ≥ |reference|, ``rel_close``
+        with tol ≥ 1, ``at_least`` a positive bound with tol ≥ bound). Such a comparison can
+        only fail on a sign, so it is judged failed: tighten the tolerance or compare another
+        quantity."""
+        r, tol = self.reference, self.tol.value if self.tol is not None else 0.0
+        if not isinstance(r, int | float) or isinstance(r, bool) or math.isnan(r):
+            return False
+        if self.test == "close":
+            return r != 0 and tol >= abs(r)
+        if self.test == "rel_close":
+            return tol >= 1
+        if self.test == "at_least":
+            return r > 0 and tol >= r
+        return False
 
     def criterion(self) -> str:
         """The comparison in words, e.g. ``≤ 0 + 1e-12``."""
@@ -197,6 +217,9 @@ class Measurement:
             return f"{self.label} = {val} ({self.note})" if self.note else f"{self.label} = {val}"
         if not self.judged:
             return f"{self.label} = {val}"
+        if self.vacuous:
+            return (f"{self.label} = {val}, needs {self.criterion()} (vacuous: a tolerance as "
+                    "large as the quantity would pass 0)")  # fmt: skip
         return f"{self.label} = {val}, needs {self.criterion()}"
 
     def as_json(self) -> dict:
@@ -326,7 +349,9 @@ class Evidence:
         )
         if self.undecided:
             parts = "; ".join(m.describe() for m in self.undecided)
-            return f"{tally}, but {len(self.undecided)} cannot be decided: {parts}."
+            return (f"{len(self.undecided)} comparison{'s' if len(self.undecided) > 1 else ''} "
+                    f"cannot be decided: {parts}; the other {len(judged)} "
+                    f"(judged{f', {len(ctl)} of them controls' if ctl else ''}) pass.")  # fmt: skip
         tests = [m for m in judged if m.role == "test"]
         lead = ([m for m in tests if m.test != "true"] + [m for m in tests if m.test == "true"])[:2]
         return f"{tally}; e.g. " + "; ".join(m.describe() for m in lead) + "."

@@ -35,7 +35,9 @@ __all__ = [
     "verify",
 ]
 
+from posflow.proofs_checks.kit._cites import Cite, missing_cited_keys
 from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE, STATUSES, Evidence
+from posflow.proofs_checks.kit._lock import expectation
 
 ERROR = "ERROR"
 CLAIM_PACKAGE = "posflow.proofs_checks.claims"
@@ -85,6 +87,8 @@ class Claim:
     assumptions: tuple[str, ...]
     check: Callable[[Context], Evidence]
     relaxations: dict[str, Relaxation] = field(default_factory=dict)
+    compares: tuple = ()
+    """The routines the check compares with an independent reference (:class:`Cite`)."""
 
     def relaxation(self, name: str) -> Relaxation:
         if name not in self.relaxations:
@@ -97,13 +101,25 @@ _REGISTRY: dict[str, Claim] = {}
 _PENDING_RELAXATIONS: dict[str, dict[str, Relaxation]] = {}
 
 
-def register(id: str, source: str, statement: str, assumptions=()):
-    """Decorator registering ``check(ctx) -> Evidence`` as the check of claim ``id``."""
+def register(id: str, source: str, statement: str, assumptions=(), compares=()):
+    """Decorator registering ``check(ctx) -> Evidence`` as the check of claim ``id``.
+
+    ``compares`` lists the routines the check compares with an independent reference
+    (:func:`~posflow.proofs_checks.kit.cite`); a run whose evidence lacks a cited comparison is
+    an ERROR.
+    """
+    compares = tuple(compares)
+    for c in compares:
+        if not isinstance(c, Cite):
+            raise TypeError(f"compares of {id} must hold cite(...) entries; got {c!r}")
+    routines = [c.routine for c in compares]
+    if len(set(routines)) != len(routines):
+        raise ValueError(f"claim {id} cites a routine twice: {sorted(routines)}")
 
     def deco(fn):
         if id in _REGISTRY:
             raise ValueError(f"claim {id} is registered twice")
-        _REGISTRY[id] = Claim(id, source, statement, tuple(assumptions), fn)
+        _REGISTRY[id] = Claim(id, source, statement, tuple(assumptions), fn, compares=compares)
         return fn
 
     return deco
@@ -189,6 +205,14 @@ class Result:
     seconds: float
     error: str = ""
     timing: str = ""
+    expected: str = ""
+    """The verdict the lock expects (``expected.toml``; empty when not looked up)."""
+    expected_reason: str = ""
+
+    @property
+    def as_expected(self) -> bool:
+        """Whether the status equals the verdict lock's expectation (an ERROR never does)."""
+        return self.status == self.expected
 
     def as_json(self) -> dict:
         ev = self.evidence
@@ -205,6 +229,10 @@ class Result:
         else:
             out.update(measured={}, measurements=[], tables=[], figures=[], figure_paths=[],
                        summary="", setup="")  # fmt: skip
+        if self.expected:
+            out["expected"] = self.expected
+            if self.expected_reason:
+                out["expected_reason"] = self.expected_reason
         out["seconds"] = round(self.seconds, 3)
         if self.timing:
             out["timing"] = self.timing
@@ -221,15 +249,21 @@ def run_claim(claim: Claim, ctx: Context) -> Result:
     """
     label = timing_label(_CHECKS_RUN[0])
     _CHECKS_RUN[0] += 1
+    exp = expectation(claim.id)
+    lock = {"expected": exp.at(ctx.size), "expected_reason": exp.reason}
     t0 = time.perf_counter()
     try:
         ev = claim.check(ctx)
         if not isinstance(ev, Evidence):
             raise TypeError(f"check of {claim.id} returned {type(ev).__name__}, not Evidence")
-        return Result(claim, ev.status, ev, time.perf_counter() - t0, timing=label)
+        missing = missing_cited_keys(claim.compares, ev)
+        if missing:
+            raise ValueError(f"{claim.id} cites comparisons its evidence lacks: {missing}")
+        return Result(claim, ev.status, ev, time.perf_counter() - t0, timing=label, **lock)
     except Exception as exc:
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return Result(claim, ERROR, None, time.perf_counter() - t0, error=tb, timing=label)
+        return Result(claim, ERROR, None, time.perf_counter() - t0, error=tb, timing=label,
+                      **lock)  # fmt: skip
 
 
 def timing_label(k: int) -> str:

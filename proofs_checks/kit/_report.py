@@ -213,6 +213,8 @@ def _render_figures(recs: list[dict], out: Path) -> None:
 
 def _evidence_md(rec: dict) -> list[str]:
     lines = [f"### {rec['id']} — {rec['status']}", "", rec["statement"], ""]
+    if rec.get("expected"):
+        lines += [f"*Expected:* {_expected_words(rec)}", ""]
     if rec.get("setup"):
         lines += [f"*Setup:* {rec['setup']}", ""]
     if rec.get("summary"):
@@ -237,6 +239,24 @@ def _evidence_md(rec: dict) -> list[str]:
     return lines
 
 
+def _expected_words(rec: dict) -> str:
+    """The verdict lock's expectation in words: ``= FAILS (reason)`` or ``≠ HOLDS: regression``."""
+    want = rec.get("expected", "")
+    if not want:
+        return ""
+    same = rec["status"] == want
+    why = f" ({rec['expected_reason']})" if rec.get("expected_reason") else ""
+    return (f"{want}{why}; the verdict matches the lock" if same
+            else f"{want}{why}; the verdict DIFFERS from the lock")  # fmt: skip
+
+
+def _lock_cell(rec: dict) -> str:
+    want = rec.get("expected", "")
+    if not want:
+        return ""
+    return f"= {want}" if rec["status"] == want else f"≠ {want} (regression)"
+
+
 def _html_table(head, rows) -> str:
     from posflow.proofs_checks.kit._specs import _num
 
@@ -258,12 +278,14 @@ def _html(recs: list[dict], out: Path, title_line: str, prov: dict | None) -> st
         "<h1>posflow verification report</h1>",
         f"<p>{e(title_line)}</p>",
         "<h2>Verdicts</h2>",
-        "<table><tr><th>ID</th><th>status</th><th>statement</th><th>summary</th></tr>",
+        "<table><tr><th>ID</th><th>status</th><th>expected</th><th>statement</th>"
+        "<th>summary</th></tr>",
     ]
     for r in recs:
         parts.append(
             f"<tr><td><a href='#{r['id'].lower()}'>{r['id']}</a></td>"
-            f"<td class='{r['status']}'>{r['status']}</td><td>{e(r['statement'])}</td>"
+            f"<td class='{r['status']}'>{r['status']}</td>"
+            f"<td>{e(_lock_cell(r))}</td><td>{e(r['statement'])}</td>"
             f"<td>{e(r.get('summary') or r.get('error', ''))}</td></tr>"
         )
     parts.append("</table><h2>Evidence</h2>")
@@ -272,6 +294,8 @@ def _html(recs: list[dict], out: Path, title_line: str, prov: dict | None) -> st
             f"<h3 id='{r['id'].lower()}'>{r['id']} — <span class='{r['status']}'>"
             f"{r['status']}</span></h3><p>{e(r['statement'])}</p>"
         )
+        if r.get("expected"):
+            parts.append(f"<p><em>Expected:</em> {e(_expected_words(r))}</p>")
         if r.get("setup"):
             parts.append(f"<p><em>Setup:</em> {e(r['setup'])}</p>")
         if r.get("summary"):
@@ -332,8 +356,13 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
             + f", seed {provenance.get('seed')}, {provenance.get('threads')} thread(s), "
             f"{provenance.get('date')}; see Provenance."
         )
+    differ = [r["id"] for r in recs if r.get("expected") and r["status"] != r["expected"]]
+    lock = (f" Verdict lock: {len(differ)} differ{'s' if len(differ) == 1 else ''} from "
+            f"expected.toml ({', '.join(differ)})." if differ
+            else " Verdict lock: every verdict as expected.")  # fmt: skip
     title_line = (
-        f"Size: {size}. " + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + "." + where
+        f"Size: {size}. " + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + "." + lock
+        + where
     )
     lines = [
         "# posflow verification report",
@@ -349,12 +378,13 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
     lines += [
         "## Verdicts",
         "",
-        "| ID | status | statement | summary | time (s) | timing |",
-        "|---|---|---|---|---|---|",
+        "| ID | status | expected | statement | summary | time (s) | timing |",
+        "|---|---|---|---|---|---|---|",
     ]
     for rec in recs:
         lines.append(
             f"| [{rec['id']}](CLAIMS.md#{anchor(rec['id'])}) | {rec['status']} | "
+            f"{_lock_cell(rec)} | "
             f"{_cell(rec['statement'])} | {_cell(rec.get('summary') or rec.get('error', ''))} | "
             f"{rec['seconds']} | {rec.get('timing', '')} |"
         )

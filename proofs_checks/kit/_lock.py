@@ -1,0 +1,87 @@
+"""The verdict lock: the verdict each claim is expected to reach, so a regression cannot hide.
+
+``expected.toml`` (package data beside this module) records, one line per claim that is not
+expected to HOLD, the verdict it reaches and why — like pytest's ``xfail``:
+
+.. code-block:: toml
+
+    PB15 = { verdict = "FAILS", reason = "every rollout loses to geometric recency …" }
+    PB17 = { verdict = "INCONCLUSIVE", full = "HOLDS", reason = "…" }
+
+Every claim not listed is expected to HOLD. ``full`` (or ``quick``) overrides the verdict for one
+size. ``posflow verify`` exits 0 when every verdict equals its expectation and 1 when any differs
+or a check errors; the report shows the expectation beside each verdict.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+from posflow.proofs_checks.kit._evidence import HOLDS, STATUSES
+
+__all__ = ["Expectation", "expectation", "expectations", "lock_mismatches"]
+
+LOCK_FILE = "expected.toml"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The verdict a claim is expected to reach at each size, and why when it is not HOLDS."""
+
+    id: str
+    quick: str = HOLDS
+    full: str = HOLDS
+    reason: str = ""
+
+    def at(self, size: str) -> str:
+        """The expected verdict at ``size`` ("quick" or "full")."""
+        if size not in ("quick", "full"):
+            raise ValueError(f"size must be 'quick' or 'full'; got {size!r}")
+        return self.quick if size == "quick" else self.full
+
+
+def _parse(table: dict, source: str) -> dict[str, Expectation]:
+    out = {}
+    for cid, entry in table.items():
+        where = f"{source}: {cid}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} must be an inline table {{ verdict = …, reason = … }}")
+        unknown = set(entry) - {"verdict", "quick", "full", "reason"}
+        if unknown:
+            raise ValueError(f"{where} has unknown keys {sorted(unknown)}")
+        verdict = entry.get("verdict", HOLDS)
+        quick, full = entry.get("quick", verdict), entry.get("full", verdict)
+        for v in (verdict, quick, full):
+            if v not in STATUSES:
+                raise ValueError(f"{where}: verdict must be one of {STATUSES}; got {v!r}")
+        reason = entry.get("reason", "")
+        if (quick != HOLDS or full != HOLDS) and not str(reason).strip():
+            raise ValueError(f"{where}: an expected {quick}/{full} needs a reason")
+        out[cid] = Expectation(cid, quick, full, str(reason))
+    return out
+
+
+@functools.cache
+def expectations() -> dict[str, Expectation]:
+    """``{claim_id: Expectation}`` for the claims recorded in ``expected.toml`` (package data)."""
+    text = resources.files("posflow.proofs_checks.kit").joinpath(LOCK_FILE).read_text("utf-8")
+    return _parse(tomllib.loads(text), LOCK_FILE)
+
+
+def expectation(cid: str) -> Expectation:
+    """The expectation of claim ``cid``: its recorded line, else HOLDS at both sizes."""
+    return expectations().get(cid, Expectation(cid))
+
+
+def lock_mismatches(results, size: str) -> list[str]:
+    """One line per result whose status differs from its expectation at ``size`` (an ERROR
+    always differs): ``"PB3: HOLDS expected, got FAILS"``."""
+    out = []
+    for r in results:
+        want = expectation(r.claim.id).at(size)
+        if r.status != want:
+            out.append(f"{r.claim.id}: {want} expected, got {r.status}")
+    return out
