@@ -2,6 +2,7 @@
 tolerance with a kind and a reason, round-trips through JSON, and its figure specs draw."""
 
 import json
+import os
 
 import pytest
 from claim_runs import baseline
@@ -45,7 +46,7 @@ work in progress: the set shrinks to empty)."""
 
 
 def _pending(cid):
-    if cid in PENDING:
+    if cid in PENDING and not os.environ.get("POSFLOW_STRICT_CITES"):
         pytest.skip(f"{cid}: citations and negative controls not yet added (issue 23)")
 
 
