@@ -42,6 +42,7 @@ setup(
             "data/smollm2/*.json",
         ],
         "posflow.proofs_checks.kit": ["expected.toml"],
+        "posflow.proofs_checks.claims": ["references/*.json"],
     },
     include_package_data=False,
 )

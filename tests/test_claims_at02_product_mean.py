@@ -48,3 +48,35 @@ def test_at2_relaxation_gamma_is_the_laws_own():
     assert spectral_gap_violation(flat) == pytest.approx(0.75 - 1e-12, rel=1e-12)
     with pytest.raises(ValueError, match="eps"):
         spectral_gap_violation({"law": "uniform", "params": [1.0], "L": 3})
+
+
+# -- issue 23: citations, negative controls, judge mutants --------------------------------
+
+
+def test_at2_mean_operator_norm_against_closed_forms(results):
+    import numpy as np
+
+    from posflow.simulate.orthogonal import HouseholderLaw, SO2BlockLaw, mean_operator_norm
+
+    ev = results["AT2"]
+    for c in get_claim("AT2").compares:
+        assert all(ev[k].judged and ev[k].passed for k in c.keys), c.routine
+    for key in ("fp_judge_control_householder_d_minus_1", "z_judge_control_one_entry_biased"):
+        assert ev[key].role == "control" and ev[key].passed, key
+    # independent: Householder γ = |1 − β/d|, SO(2) γ = max_b |sin a/a| (a dense SVD here)
+    for beta, d in ((0.5, 3), (1.0, 4), (2.0, 5)):
+        assert mean_operator_norm(HouseholderLaw(d, beta))[0] == pytest.approx(abs(1 - beta / d))
+    law = SO2BlockLaw(4, "uniform", scale=np.array([1.5, 0.7]))
+    assert mean_operator_norm(law)[0] == pytest.approx(np.linalg.norm(law.mean(), 2))
+    assert mean_operator_norm(law)[0] == pytest.approx(math.sin(0.7) / 0.7, rel=1e-14)
+
+
+@pytest.mark.parametrize("name", ["z-judge-best-entry", "fp-judge-self", "gamma-frobenius",
+                                  "jackknife-without-(B-1)/B"])  # fmt: skip
+def test_at2_new_mutants_are_killed(name):
+    from posflow.proofs_checks.kit import mutants_of
+    from posflow.proofs_checks.kit._mutants import run_mutant
+
+    (m,) = [m for m in mutants_of("AT2") if m.name == name]
+    k = run_mutant(get_claim("AT2"), m, Context(size="quick", seed=0))
+    assert k.killed, (k.status, k.newly_failed, k.error)

@@ -39,3 +39,26 @@ def test_at6_table_has_every_block(results):
     assert (b, f) == (0, 1.0)
     assert W == pytest.approx(math.log(100) / -math.log(math.sin(1.0)), rel=1e-12)
     assert approx == pytest.approx(6 * math.log(100), rel=1e-12)
+
+
+# -- issue 23: citations, negative controls, judge mutants --------------------------------
+
+
+def test_at6_cited_comparisons_and_controls(results):
+    from posflow.proofs_checks.kit import get_claim
+
+    ev = results["AT6"]
+    for c in get_claim("AT6").compares:
+        assert all(ev[k].judged and ev[k].passed for k in c.keys), c.routine
+    controls = [m for m in ev.measurements if m.role == "control"]
+    assert len(controls) >= 3 and all(m.passed for m in controls)
+
+
+@pytest.mark.parametrize("name", ["z-judge-drops-sqrt-N", "fp-judge-self"])
+def test_at6_new_mutants_are_killed(name):
+    from posflow.proofs_checks.kit import get_claim, mutants_of
+    from posflow.proofs_checks.kit._mutants import run_mutant
+
+    (m,) = [m for m in mutants_of("AT6") if m.name == name]
+    k = run_mutant(get_claim("AT6"), m, Context(size="quick", seed=0))
+    assert k.killed, (k.status, k.newly_failed, k.error)

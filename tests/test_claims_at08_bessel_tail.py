@@ -55,3 +55,55 @@ def test_at8_tail_table_is_under_the_sharp_bound(results):
     for _, _, mc, sharp, hoeffding in tab.rows:
         assert sharp <= hoeffding
         assert mc <= sharp + 4 * math.sqrt(max(sharp, 1e-4) / 20_000)  # N = 20,000, 4 SE
+
+
+# -- issue 23: direct formulas, negative controls, mutants ------------------------------------
+
+DIRECT = [
+    "hoeffding_tail_vs_closed_form",
+    "sharp_tail_vs_closed_form",
+    "levy_tail_vs_closed_form",
+    "block_norms_vs_direct",
+    "rotate_blocks_vs_direct",
+]
+CONTROLS = [
+    "formula_judge_control_hoeffding_without_2",
+    "formula_judge_control_adjacent_pairs",
+    "z_judge_control_biased_count",
+    "z_judge_control_biased_variance",
+    "i0_judge_control_eighth",
+]
+
+
+def test_at8_routines_match_direct_formulas_to_rounding(results):
+    ev = results["AT8"].evidence
+    for key in DIRECT:
+        assert ev[key].judged and ev[key].passed and ev[key].value <= 1e-13, key
+    assert ev["sharp_tail_min_slack"].value >= 0 and ev["mgf_log_slack"].value >= 0
+
+
+def test_at8_negative_controls_reject(results):
+    ev = results["AT8"].evidence
+    for key in CONTROLS:
+        assert ev[key].role == "control" and ev[key].passed, key
+
+
+def test_at8_hoeffding_closed_form_by_hand():
+    # c = (1·2, 3·1): Σc² = 13
+    assert th.hoeffding_tail(2.0, [1.0, 3.0], [2.0, 1.0]) == pytest.approx(
+        2 * math.exp(-4 / 26), rel=1e-15
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["hoeffding-prefactor-dropped", "block-norms-adjacent-pairs", "z-judge-best-entry",
+     "formula-judge-loosened"],
+)  # fmt: skip
+def test_at8_new_mutants_are_killed(results, name):
+    from posflow.proofs_checks.kit import Context, get_claim, mutants_of
+    from posflow.proofs_checks.kit._mutants import run_mutant
+
+    (m,) = [m for m in mutants_of("AT8") if m.name == name]
+    kill = run_mutant(get_claim("AT8"), m, Context(), results["AT8"])
+    assert kill.killed, (name, kill.status, kill.error)

@@ -35,3 +35,29 @@ def test_the_helpers_references_agree():
     assert A._alibi_sup_closed(m, w, lam, 1e6) == pytest.approx(
         A._alibi_sup_closed(m, w, lam, math.inf), rel=1e-12
     )
+
+
+# -- issue 23: citations, negative controls, judge mutants --------------------------------
+
+
+def test_at13_controls_and_cited_comparisons(results):
+    ev = results["AT13"].evidence
+    for key in ("fp_judge_control_mask_dropped", "fp_judge_control_window_one_wider",
+                "stat_judge_control_biased"):  # fmt: skip
+        assert ev[key].role == "control" and ev[key].passed, key
+    for c in get_claim("AT13").compares:
+        assert all(ev[k].judged and ev[k].passed for k in c.keys), c.routine
+    assert ev["attention_weights_vs_loop_softmax"].value < 1e-14
+
+
+@pytest.mark.parametrize(("name", "key"), [
+    ("attention-weights-slope-halved", "attention_weights_vs_loop_softmax"),
+    ("loosened-fp-judge", "fp_judge_control_mask_dropped"),
+])  # fmt: skip
+def test_at13_new_mutants_are_killed(name, key):
+    from posflow.proofs_checks.kit import mutants_of
+    from posflow.proofs_checks.kit._mutants import run_mutant
+
+    (m,) = [m for m in mutants_of("AT13") if m.name == name]
+    k = run_mutant(get_claim("AT13"), m, Context(size="quick", seed=0))
+    assert k.killed and key in k.newly_failed, (k.newly_failed, k.error)

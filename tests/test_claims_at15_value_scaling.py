@@ -36,3 +36,35 @@ def test_at15_exact_curve_and_its_limit(results):
     assert abs(ev["slope_mc"].value + 0.5) < 0.05  # the digest's −0.5 ± 0.05, as a sanity test
     fig = ev.figures[0]
     assert fig.name == "AT15_value_scaling" and fig.panels[0].logx and fig.panels[0].logy
+
+
+# -- issue 23: closed forms, negative controls, mutants ---------------------------------------
+
+
+def test_at15_closed_forms_and_controls(results):
+    ev = results["AT15"].evidence
+    for key in ("exact_vs_closed_form", "c_vs_sin_a_over_a"):
+        assert ev[key].judged and ev[key].passed and ev[key].value <= 1e-11, key
+    for key in ("formula_judge_control_extra_c", "formula_judge_control_shifted",
+                "mc_judge_control_biased"):  # fmt: skip
+        assert ev[key].role == "control" and ev[key].passed, key
+
+
+def test_at15_closed_form_by_a_loop():
+    import math
+
+    from posflow.proofs_checks.claims.at15_value_scaling import _closed
+
+    c, M = math.sin(1.0), 37
+    loop = sum(c ** abs(j - k) for j in range(M) for k in range(M)) / M**2
+    assert _closed(c, M) == pytest.approx(loop, rel=1e-13)
+
+
+@pytest.mark.parametrize("name", ["mc-judge-doubled-z", "sinc-without-pi"])
+def test_at15_new_mutants_are_killed(results, name):
+    from posflow.proofs_checks.kit import Context, get_claim, mutants_of
+    from posflow.proofs_checks.kit._mutants import run_mutant
+
+    (m,) = [m for m in mutants_of("AT15") if m.name == name]
+    kill = run_mutant(get_claim("AT15"), m, Context(), results["AT15"])
+    assert kill.killed, (name, kill.status, kill.error)

@@ -72,3 +72,44 @@ def test_pb11_relaxation_is_not_fooled_by_diagonal_content():
     assert kit.is_u(p)
     # the same kernel without content has no dip at all: a counterexample
     assert pb11.residual_violation(dict(ex, content=[0.0])) > 0
+
+
+# -- issue 23: cited routines, negative controls of the U test, loosened-judge mutants -------
+
+_U_CONTROLS = ["u_test_control_flat", "u_test_control_monotone", "u_test_control_shallow_dip",
+               "u_test_control_dip_at_end", "u_test_control_shallow_vs_lower_end",
+               "strict_u_control_two_dips", "reference_judge_control_last_setting_wrong_depth",
+               "edge_judges_control_v_profiles"]  # fmt: skip
+
+
+def test_pb11_controls_and_comparisons_pass(results):
+    ev = results["PB11"].evidence
+    for key in _U_CONTROLS:
+        assert ev[key].role == "control" and ev[key].passed, key
+    for key in ("max_alibi_slopes_error_vs_formula", "max_alibi_kernel_error_vs_softmax",
+                "max_stationary_profiles_error_vs_dense", "profile_shape_misnamed"):
+        assert ev[key].judged and ev[key].passed, key
+    assert ev["max_stationary_profiles_error_vs_dense"].value <= 1e-12
+
+
+def test_pb11_control_profiles_are_no_u_by_hand():
+    from posflow.proofs_checks.claims import pb11_u_shape_refs as refs
+
+    for name, (p, _) in refs.u_control_profiles(256).items():
+        _, depth, away = kit.valley(p)
+        assert not (away and depth >= kit.U_MIN_DEPTH), name
+        assert not kit.is_u(p), name
+    # the shallow-vs-lower-end profile is deep against the higher end: catches max for min
+    p, _ = refs.u_control_profiles(256)["shallow_vs_lower_end"]
+    assert 1 - p.min() / max(p[0], p[-1]) > kit.U_MIN_DEPTH
+
+
+@pytest.mark.parametrize("name", ["u-test-or-for-and", "valley-depth-vs-higher-end",
+                                  "profile-shape-wiggles-as-strict", "plane-judge-depth-dropped"])
+def test_pb11_new_mutants_are_killed(results, name):
+    from posflow.proofs_checks.kit import Context, get_claim
+    from posflow.proofs_checks.kit import _mutants as mut
+
+    (m,) = [m for m in mut.mutants_of("PB11") if m.name == name]
+    kill = mut.run_mutant(get_claim("PB11"), m, Context(), results["PB11"])
+    assert kill.status == "FAILS" and kill.killed, (name, kill.newly_failed)

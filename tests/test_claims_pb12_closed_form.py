@@ -35,3 +35,41 @@ def test_pb12_numbers_and_bound(results):
             lambda y, x=x: float(law.pdf(y)) * math.exp(-2 * N * (x - y) ** 2), 0, 1, points=[x]
         )[0]
         assert integral <= pb12._hoeffding_bound(law, np.array([x]), N)[0]
+
+
+# -- issue 23: cited routines, negative controls of the judges, new mutants ------------------
+
+
+def _killed(results, cid, name):
+    from posflow.proofs_checks.kit import Context, get_claim
+    from posflow.proofs_checks.kit import _mutants as mut
+
+    (m,) = [m for m in mut.mutants_of(cid) if m.name == name]
+    kill = mut.run_mutant(get_claim(cid), m, Context(), results[cid])
+    return kill.status == "FAILS" and kill.killed
+
+
+def _controls_pass(ev, keys):
+    for key in keys:
+        assert ev[key].role == "control" and ev[key].passed, key
+
+
+def test_pb12_comparisons_and_controls(results):
+    ev = results["PB12"].evidence
+    _controls_pass(ev, ["exact_judge_control_last_entry_moved", "mc_judge_control_bias_2z",
+                        "gap_judge_control_one_point_twice_the_bound"])
+    assert ev["influence_exact_vs_rational_product"].passed
+    assert ev["limit_law_pmf_vs_brute_force"].passed
+    assert ev["hoeffding_bound_minus_integral"].value > 0
+
+
+def test_pb12_rational_rollout_by_hand():
+    import sympy as sp
+
+    # n = 2, one layer λ = 1/2: R = [[1, 0], [1/4, 3/4]] → e_1ᵀ R = (1/4, 3/4)
+    assert pb12._rational_rollout(2, [sp.Rational(1, 2)]) == [sp.Rational(1, 4), sp.Rational(3, 4)]
+
+
+@pytest.mark.parametrize("name", ["mc-judge-drops-sqrt-n", "influence-exact-drops-a-layer"])
+def test_pb12_new_mutants_are_killed(results, name):
+    assert _killed(results, "PB12", name)

@@ -52,3 +52,37 @@ def test_pb14_slope_conventions_from_a_dense_rollout(results):
     assert logit[5] is False  # in logit units the falcon (b) profile is no U
     (hf,) = [r for r in rows if r[1] == "HF slopes"]
     assert hf[2] == pytest.approx(0.0112, abs=1e-4) and hf[3] == 40  # the digest's numbers
+
+
+# -- issue 23: cited routines, negative controls of the U test, loosened-judge mutants -------
+
+
+def test_pb14_controls_and_comparisons_pass(results):
+    ev = results["PB14"].evidence
+    controls = [m for m in ev.measurements if m.role == "control"]
+    assert {"u_judge_control_flat", "u_judge_control_monotone", "u_judge_control_shallow_dip",
+            "u_judge_control_dip_at_end"} <= {m.key for m in controls}  # fmt: skip
+    assert all(m.passed for m in controls)
+    assert ev["max_profile_error_vs_dense_rollout"].value <= 1e-12
+    assert ev["max_config_error_vs_raw_json"].value == 0.0
+    assert ev["max_diagonal_rel_error_vs_dense"].value <= 1e-11
+
+
+def test_pb14_dense_reference_agrees_with_the_test_softmax():
+    from posflow.proofs_checks.claims import pb14_real_configs_refs as refs
+
+    cfg = refs.raw_config("mpt-7b")
+    A = refs._softmax(64, cfg["slopes"], 0.5)
+    ref = softmax_kernel(64, cfg["slopes"], [0.5] * cfg["slopes"].size)
+    assert np.abs(A - ref).max() <= 1e-14
+
+
+@pytest.mark.parametrize("name", ["u-test-or-for-and", "u-judge-or-for-and",
+                                  "config-lambdas-float32"])
+def test_pb14_new_mutants_are_killed(results, name):
+    from posflow.proofs_checks.kit import Context, get_claim
+    from posflow.proofs_checks.kit import _mutants as mut
+
+    (m,) = [m for m in mut.mutants_of("PB14") if m.name == name]
+    kill = mut.run_mutant(get_claim("PB14"), m, Context(), results["PB14"])
+    assert kill.status == "FAILS" and kill.killed, (name, kill.newly_failed)

@@ -20,12 +20,34 @@ FP = E.fp_tol(1e-12, "n·ε rounding, n ≤ 4500")
     st.floats(0, 1e3, allow_nan=False),
 )
 def test_comparisons_match_their_definitions(v, r, t):
+    """Each comparison is its definition, except that a vacuous one (a tolerance as large as
+    the quantity, so that 0 would pass) fails."""
     tol = E.stat_tol(t, "3 standard errors of 100 samples")
-    assert E.close("k", v, r, tol).passed is (abs(v - r) <= t)
+    assert E.close("k", v, r, tol).passed is (abs(v - r) <= t and not (r != 0 and t >= abs(r)))
     assert E.at_most("k", v, r, tol).passed is (v <= r + t)
-    assert E.at_least("k", v, r, tol).passed is (v >= r - t)
+    assert E.at_least("k", v, r, tol).passed is (v >= r - t and not (r > 0 and t >= r))
     if r != 0:
-        assert E.close("k", v, r, tol, rel=True).passed is (abs(v / r - 1) <= t)
+        ok = abs(v / r - 1) <= t and t < 1
+        assert E.close("k", v, r, tol, rel=True).passed is ok
+
+
+@pytest.mark.parametrize(
+    ("m", "vacuous"),
+    [
+        (E.close("a", 0.0, 0.04, E.stat_tol(0.05, "s")), True),  # 0 passes a reference 0.04
+        (E.close("b", 0.0, 0.04, E.stat_tol(0.03, "s")), False),
+        (E.close("c", 1e-17, 0.0, FP), False),  # an error measure: 0 is the right answer
+        (E.close("d", 1.0, 1.0, E.stat_tol(1.0, "s"), rel=True), True),
+        (E.at_least("e", 0.5, 0.1, E.stat_tol(0.1, "s")), True),
+        (E.at_least("f", 0.5, 0.1, E.stat_tol(0.05, "s")), False),
+        (E.at_least("g", 0.5, -1.0, E.stat_tol(5.0, "s")), False),  # a sign test, not a size
+        (E.at_most("h", 0.0, 0.5, E.stat_tol(5.0, "s")), False),
+    ],
+)
+def test_a_tolerance_as_large_as_the_quantity_fails_the_comparison(m, vacuous):
+    assert m.vacuous is vacuous
+    if vacuous:
+        assert m.passed is False and "vacuous" in m.describe()
 
 
 def test_nan_fails_every_judged_test_and_none_silently_passes():

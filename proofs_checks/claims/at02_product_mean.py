@@ -16,6 +16,13 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
+from posflow.proofs_checks.claims.at02_product_mean_refs import (
+    gamma_frobenius,
+    jackknife_without_factor,
+    routine_comparisons,
+    z_judge,
+    z_value,
+)
 from posflow.proofs_checks.kit import (
     Context,
     Evidence,
@@ -27,6 +34,7 @@ from posflow.proofs_checks.kit import (
     add_mutant,
     add_relaxation,
     at_most,
+    cite,
     claim_rng,
     fp_tol,
     holds,
@@ -34,7 +42,6 @@ from posflow.proofs_checks.kit import (
     register,
     scaled_argument,
     scaled_result,
-    z_at_most,
 )
 from posflow.proofs_checks.kit import examples as ex
 from posflow.simulate.orthogonal import HaarLaw, HouseholderLaw, SO2BlockLaw
@@ -74,11 +81,9 @@ def _product_stats(mean, gamma, mc, se):
     z_max, norm_excess, mc_norms = 0.0, -np.inf, []
     for step in range(1, mc.shape[0] + 1):
         exact = np.linalg.matrix_power(mean, step)
-        m, s = mc[step - 1], se[step - 1]
-        live = s > 0
-        z_max = max(z_max, float(np.max(np.abs(m - exact)[live] / s[live])))
+        z_max = max(z_max, z_value(mc[step - 1], exact, se[step - 1]))
         norm_excess = max(norm_excess, float(np.linalg.norm(exact, 2) - gamma**step))
-        mc_norms.append(float(np.linalg.norm(m, 2)))
+        mc_norms.append(float(np.linalg.norm(mc[step - 1], 2)))
     return z_max, norm_excess, mc_norms
 
 
@@ -98,7 +103,7 @@ def _law_measurements(key, name, stats, n_cmp, samples, L_max):
             label=f"{name}: max |E M (theory) − E M (simulate)|",
         ),
         holds(f"{key}_spectral_gap", gamma < 1, label=f"{name}: γ = ‖E M‖_op = {gamma:.4g} < 1"),
-        z_at_most(
+        z_judge(
             f"{key}_max_z", z_max, n_cmp, samples, f"{name}: max |Ê[M_L⋯M_1] − (E M)^L| / SE"
         ),
         at_most(
@@ -130,26 +135,47 @@ def _figure_at2(curves, L_max, N):
     return Figure("AT2_product_mean", f"AT2: mean route products, N = {N:,}", [panel])
 
 
+_CITES = (
+    cite("posflow.theory.transport:characteristic_value", "the closed form sin a/a",
+         "characteristic_value_vs_sinc"),
+    cite("posflow.theory.transport:householder_mean_factor", "the closed form 1 − β/d",
+         "householder_factor_vs_closed_form"),
+    cite("posflow.simulate.orthogonal:mean_operator_norm",
+         "closed forms max_b sin a_b/a_b, 0, 1 − β/d and numpy.linalg.norm(E M, 2); Monte Carlo "
+         "path: sin(0.5)/0.5 within z_n SE and a plain loop over the same draws",
+         "gamma_exact_vs_closed_form", "gamma_exact_vs_dense_norm", "gamma_monte_carlo_z",
+         "gamma_monte_carlo_vs_explicit"),
+    cite("posflow.simulate.transport:route_product_moments",
+         "(E M)^L of the closed-form mean within z_n SE; a plain product loop over the same draws",
+         "so2_max_z", "haar_max_z", "householder_max_z", "route_products_vs_explicit"),
+)  # fmt: skip
+
+
 @register(
     "AT2",
     "[B]",
     "product mean: for i.i.d. steps E[M_1⋯M_L] = (E M)^L, so ‖E P_{j→i}‖ ≤ γ^{i-j}, "
     "γ = ‖E M‖_op < 1 (spectral gap)",
     assumptions=("steps i.i.d.", "spectral gap γ = ‖E M‖_op < 1"),
+    compares=_CITES,
 )
 def at2(ctx: Context) -> Evidence:
     """Claim AT2: E[M_L ⋯ M_1] = (E M)^L and ‖(E M)^L‖ ≤ γ^L < 1 for i.i.d. steps.
 
     Laws: SO(2) blocks (a = 0.5, 1, 2), Haar O(4), Householder (d = 4, β = 1); exact E M from
     :mod:`posflow.theory.transport` (characteristic values, Householder factor; 0 for Haar)
-    against simulate's closed-form ``law.mean()``; numeric: N route products per L ≤ 6 (full 8),
-    every entry of Ê[M_L⋯M_1] within ``z_limit`` SE of (E M)^L; γ < 1 and the norm inequality.
+    against simulate's closed-form ``law.mean()`` and ``characteristic_value`` against sin a/a;
+    numeric: N route products per L ≤ 6 (full 8) by ``route_product_moments``, every entry of
+    Ê[M_L⋯M_1] within ``z_limit`` SE of (E M)^L; γ < 1 and the norm inequality.
+    ``mean_operator_norm`` against the closed forms, numpy.linalg.norm(E M, 2) and (Monte Carlo
+    path) sin(0.5)/0.5 within z_n SE; the Monte Carlo routines against plain loops over the same
+    draws. Negative controls: each judge rejects a known-wrong input.
     """
     rng = claim_rng(ctx, 2)
     N = 200_000 if ctx.full else 20_000
     L_max = 8 if ctx.full else 6
     laws = _exact_means()
-    n_cmp = sum(m.size for _, _, m in laws.values()) * L_max
+    n_cmp = sum(m.size for _, _, m in laws.values()) * L_max + 1  # and γ̂
     samples = f"N = {N:,} route products per (law, L)"
     ms, rows, curves = [], [], []
     for key, (name, law, mean) in laws.items():
@@ -161,6 +187,7 @@ def at2(ctx: Context) -> Evidence:
         curves.append((name, mc_norms, [gamma**s for s in range(1, L_max + 1)]))
         stats = (mean_match, gamma, z_max, norm_excess)
         ms += _law_measurements(key, name, stats, n_cmp, samples, L_max)
+    ms += routine_comparisons(laws, N, rng, n_cmp, samples)
     ms.append(info("samples_N", N))
     table = Table(
         "laws",
@@ -325,3 +352,34 @@ add_mutant(
     _householder_factor_d_minus_1,
     "theory's Householder mean uses E w wᵀ = I/(d − 1)",
 )
+
+
+def _best_entry(original):
+    @functools.wraps(original)
+    def z_value(mc, exact, se):
+        live = se > 0
+        return float(np.min(np.abs(mc - exact)[live] / se[live]))  # the best entry, not the worst
+
+    return z_value
+
+
+def _fp_self(original):
+    @functools.wraps(original)
+    def fp_judge(key, value, ref, tol, label):
+        return original(key, value, value, tol, label)  # the value compared with itself
+
+    return fp_judge
+
+
+_MOD = "posflow.proofs_checks.claims.at02_product_mean_refs"
+_MON = "posflow.simulate.orthogonal:mean_operator_norm"
+# fmt: off
+add_mutant("AT2", "z-judge-best-entry", f"{_MOD}:z_value", _best_entry,
+           "the z judge takes the best entry instead of the worst")
+add_mutant("AT2", "fp-judge-self", f"{_MOD}:fp_judge", _fp_self,
+           "the rounding judge compares each value with itself")
+add_mutant("AT2", "gamma-frobenius", _MON, gamma_frobenius,
+           "mean_operator_norm returns the Frobenius norm of the closed-form mean")
+add_mutant("AT2", "jackknife-without-(B-1)/B", _MON, jackknife_without_factor,
+           "mean_operator_norm's jackknife SE without the factor (B − 1)/B")
+# fmt: on

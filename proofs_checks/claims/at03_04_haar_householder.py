@@ -16,6 +16,18 @@ import numpy as np
 import sympy as sp
 from scipy import stats
 
+from posflow.proofs_checks.claims.at03_04_haar_householder_refs import (
+    chi2_value,
+    chi2_without_n,
+    fp_self,
+    gamma_frobenius,
+    haar_extra,
+    householder_extra,
+    householder_var,
+    jackknife_without_factor,
+    z_value,
+    z_without_sqrt_n,
+)
 from posflow.proofs_checks.kit import (
     FAMILY_LEVEL,
     Context,
@@ -23,12 +35,12 @@ from posflow.proofs_checks.kit import (
     Table,
     add_mutant,
     at_most,
+    cite,
     claim_rng,
     family_reason,
     fp_tol,
     holds,
     info,
-    mean_se,
     register,
     scaled_result,
     stat_tol,
@@ -49,8 +61,8 @@ def _haar_case(d, special, N, rng, n_cmp, samples):
     exact_zero = bool(np.all(HaarLaw(d, special=special).mean() == 0))
     M = haar(d, N, seed=rng, special=special)
     m = M.mean(axis=0)
-    z = float(np.abs(m).max() * np.sqrt(d * N))
-    T = float(N * d * np.sum(m * m))
+    z = z_value(m, 0.0, np.full((d, d), 1 / d), N)  # E M_ij² = 1/d exactly
+    T = chi2_value(m, d, N)
     t_lim = float(stats.chi2.isf(level, d * d))
     orth = float(np.abs(M @ M.transpose(0, 2, 1) - np.eye(d)).max())
     op = float(np.linalg.norm(m, 2))
@@ -101,7 +113,19 @@ def _haar_case(d, special, N, rng, n_cmp, samples):
                 label=f"{name}: max |det M − 1|",
             )
         )
-    return row, ms
+    return row, ms, m
+
+
+_CITES_AT3 = (
+    cite("posflow.simulate.orthogonal:haar",
+         "E M = 0 (entries within z_n exact SE 1/√(dN), the χ² statistic), MᵀM = I, det = 1",
+         "O(2)_max_z", "O(8)_max_z", "O(32)_max_z", "SO(8)_max_z", "O(8)_chi2",
+         "O(8)_orthogonality", "SO(8)_det_one"),
+    cite("posflow.simulate.orthogonal:mean_operator_norm",
+         "the closed form γ = 0; Monte Carlo path: a plain loop over the same draws and the χ² "
+         "bound √(χ² limit/(N d))",
+         "gamma_exact_vs_closed_form", "gamma_monte_carlo_vs_explicit", "gamma_monte_carlo_bound"),
+)  # fmt: skip
 
 
 @register(
@@ -109,27 +133,31 @@ def _haar_case(d, special, N, rng, n_cmp, samples):
     "[D]",
     "Haar O(d) steps have E M = 0 (one step mixes fully)",
     assumptions=("M ~ Haar on O(d) (or SO(d), d ≥ 2)",),
+    compares=_CITES_AT3,
 )
 def at3(ctx: Context) -> Evidence:
     """Claim AT3: Haar steps have E M = 0.
 
-    Entries of Ê M over N Haar matrices (d = 2, 8, 32 and SO(8); full adds d = 64) against 0 with
-    the exact standard error 1/√(dN) (E M_ij² = 1/d); the whole mean through
+    Entries of Ê M over N ``haar`` matrices (d = 2, 8, 32 and SO(8); full adds d = 64) against 0
+    with the exact standard error 1/√(dN) (E M_ij² = 1/d); the whole mean through
     T = N d ‖Ê M‖_F², which for a zero mean is asymptotically χ² with d² degrees of freedom
     (Σ_t M_t/√N is asymptotically Gaussian with i.i.d. N(0, 1/d) entries); SO(d) draws have
-    det = +1 and every draw is orthogonal.
+    det = +1 and every draw is orthogonal. ``mean_operator_norm`` against γ = 0 and (Monte Carlo
+    path) a plain loop and the χ² bound. Negative controls: the z and χ² judges reject a mean
+    biased by 1.5 z_n SE in one entry and one shifted to 9× the χ² limit.
     """
     rng = claim_rng(ctx, 3)
     N = 20_000 if ctx.full else 4_000
     cases = [(2, False), (8, False), (32, False), (8, True)] + ([(64, False)] if ctx.full else [])
     n_entries = sum(d * d for d, _ in cases)
-    n_cmp = n_entries + len(cases)  # entry z-tests and one χ² test per case
+    n_cmp = n_entries + len(cases) + 1  # entry z-tests, one χ² test per case, the γ̂ bound
     samples = f"N = {N:,} Haar draws per case"
-    ms, rows = [], []
+    ms, rows, means = [], [], {}
     for d, special in cases:
-        row, case_ms = _haar_case(d, special, N, rng, n_cmp, samples)
+        row, case_ms, means[(d, special)] = _haar_case(d, special, N, rng, n_cmp, samples)
         rows.append(row)
         ms += case_ms
+    ms += haar_extra(means[(8, False)], N, rng, n_cmp, samples, rows[1][3])
     ms.append(info("samples_N", N))
     table = Table(
         "cases",
@@ -142,7 +170,7 @@ def at3(ctx: Context) -> Evidence:
         tables=[table],
         setup=f"{N:,} Haar draws (QR with Mezzadri's sign fix) per case: "
         + ", ".join(f"{'SO' if s else 'O'}({d})" for d, s in cases)
-        + ".",
+        + f"; mean_operator_norm on {N:,} O(8) draws in 16 batches.",
     )
 
 
@@ -176,14 +204,13 @@ def _sympy_householder() -> list:
 
 def _householder_beta(d, b, N, rng):
     """N Householder draws at one β: (z, zero-variance error, eigenvalue error, Gram-defect
-    error, whether the orthogonality verdicts agree, the table row)."""
+    error, whether the orthogonality verdicts agree, the table row, the mean)."""
     law = HouseholderLaw(d, b)
     H = law.sample(N, seed=rng)
-    m, se = mean_se(H)
-    exact = th.householder_mean_factor(b, d) * np.eye(d)
-    live = se > 0
-    z = float(np.max(np.abs(m - exact)[live] / se[live])) if live.any() else 0.0
-    flat = float(np.abs(m - exact)[~live].max(initial=0.0))  # zero-variance entries
+    m, var = H.mean(axis=0), householder_var(b, d)
+    exact = (1 - b / d) * np.eye(d)  # the closed form, written here
+    z = z_value(m, exact, var, N)
+    flat = float(np.abs(m - exact)[var == 0].max(initial=0.0))  # zero-variance entries
     eig = np.sort(np.linalg.eigvalsh(H[:200]), axis=1)
     eig_err = float(np.abs(eig - np.sort([1 - b] + [1.0] * (d - 1))).max())
     gram = H[:200].transpose(0, 2, 1) @ H[:200] - np.eye(d)
@@ -192,12 +219,35 @@ def _householder_beta(d, b, N, rng):
     orth = bool(defect.max() <= 1e-12)
     agree = orth == (b in (0.0, 2.0)) == law.is_orthogonal
     row = [b, 1 - b / d, z, eig_err, float(defect.max()), orth, law.is_orthogonal]
-    return z, flat, eig_err, defect_err, agree, row
+    return z, flat, eig_err, defect_err, agree, row, m
+
+
+def _fp_spectrum(d):
+    return fp_tol(1e-12, f"eigenvalues and 2-norms of a {d}×{d} symmetric matrix (LAPACK, "
+                  f"backward stable): ≲ d·‖H‖·1.1e-16 ≤ {d}·2·1.1e-16 = {d * 2 * 1.1e-16:.1e}, "
+                  "with margin for the unit-vector rounding of w")  # fmt: skip
+
+
+_ZERO_VAR = fp_tol(1e-15, "entries with zero variance (β = 0, H = I exactly) average one "
+                   "repeated value: ≤ 1.1e-16 relative")  # fmt: skip
 
 
 def _table_at4(d, rows):
     cols = ["beta", "1 - beta/d", "max z", "eig err", "max |HᵀH − I|", "orthogonal"]
     return Table("betas", f"Householder steps, d = {d}", [*cols, "is_orthogonal"], rows)
+
+
+_CITES_AT4 = (
+    cite("posflow.theory.transport:householder_derivation",
+         "sympy: E w wᵀ − I/3, E H − (1 − β/3) I simplify to 0; spectrum and orthogonal β",
+         "sympy_isotropic", "sympy_mean", "sympy_orthogonal_betas", "sympy_eigenvalues"),
+    cite("posflow.theory.transport:householder_mean_factor", "the closed form 1 − β/d",
+         "mean_factor_vs_closed_form"),
+    cite("posflow.simulate.orthogonal:mean_operator_norm",
+         "the closed form |1 − β/d|; Monte Carlo path: a plain loop over the same draws and "
+         "1 − 1/6 within d·z_n·SE", "gamma_exact_vs_closed_form",
+         "gamma_monte_carlo_vs_explicit", "gamma_monte_carlo_vs_closed_form"),
+)  # fmt: skip
 
 
 @register(
@@ -206,38 +256,35 @@ def _table_at4(d, rows):
     "random Householder steps H = I - β w wᵀ, w uniform on the sphere: E H = (1 - β/d) I; "
     "H is orthogonal iff β ∈ {0, 2}; eigenvalues {1,…,1, 1-β}",
     assumptions=("w uniform on S^{d-1}", "β fixed"),
+    compares=_CITES_AT4,
 )
 def at4(ctx: Context) -> Evidence:
     """Claim AT4: Householder steps H = I - β w wᵀ: E H = (1 - β/d) I, spectrum {1, …, 1, 1 - β},
     orthogonal iff β ∈ {0, 2}.
 
-    exact: ``householder_derivation(3)`` (sympy) and ``householder_mean_factor``; numeric: N
-    samples at d = 6 for β ∈ {0, 0.5, 1, 1.5, 2}: means within ``z_limit`` SE (zero-variance
-    entries exactly), eigenvalues and ‖HᵀH − I‖ = β|2 − β| to a rounding bound, and
+    exact: ``householder_derivation(3)`` (sympy) and ``householder_mean_factor`` against 1 − β/d;
+    numeric: N samples at d = 6 for β ∈ {0, 0.5, 1, 1.5, 2}: means within ``z_limit`` exact SE
+    √(Var H_ij/N) (Var from the sphere's fourth moments; zero-variance entries exactly);
+    ``mean_operator_norm`` against |1 − β/d| (exact path) and, on the Monte Carlo path, a plain
+    loop and 1 − 1/6 within d·z_n·SE; negative controls of the judges; eigenvalues and
+    ‖HᵀH − I‖ = β|2 − β| to a rounding bound, and
     ``HouseholderLaw.is_orthogonal`` as well as the numeric orthogonality equal to β ∈ {0, 2}.
     """
     rng = claim_rng(ctx, 4)
     ms = _sympy_householder()
     d, N = 6, (200_000 if ctx.full else 20_000)
     betas = [0.0, 0.5, 1.0, 1.5, 2.0]
-    n_cmp = d * d * (len(betas) - 1)  # β = 0 has no random entry
+    n_cmp = d * d * len(betas)  # β = 0 has no random entry; d² for the γ̂ draws
     samples = f"N = {N:,} Householder draws per β"
-    fp_spec = fp_tol(
-        1e-12,
-        f"eigenvalues and 2-norms of a {d}×{d} symmetric matrix (LAPACK, backward stable): "
-        f"≲ d·‖H‖·1.1e-16 ≤ {d}·2·1.1e-16 = {d * 2 * 1.1e-16:.1e}, with margin for the "
-        "unit-vector rounding of w",
-    )
+    fp_spec = _fp_spectrum(d)
     per_beta = [_householder_beta(d, b, N, rng) for b in betas]
+    ms += householder_extra(d, betas, N, rng, n_cmp, samples, per_beta[2][6])
     z_all, flat_all, eig_all, defect_all = (max([0.0, *(r[i] for r in per_beta)]) for i in range(4))
     orth_ok = all(r[4] for r in per_beta)
-    zero_var = fp_tol(
-        1e-15,
-        "entries with zero sample variance (β = 0, H = I exactly) average "
-        "one repeated value: ≤ 1.1e-16 relative",
-    )
+    zero_var = _ZERO_VAR
     ms += [
-        z_at_most("max_z_mean", z_all, n_cmp, samples, "max |Ê H − (1 − β/d) I| / SE"),
+        z_at_most("max_z_mean", z_all, n_cmp, samples,
+                  "max |Ê H − (1 − β/d) I| / exact SE √(Var H_ij/N)"),
         at_most(
             "zero_variance_entries",
             flat_all,
@@ -327,3 +374,19 @@ add_mutant(
     scaled_result(1.001),
     "the reflection directions w have norm 1.001",
 )
+
+
+_REFS = "posflow.proofs_checks.claims.at03_04_haar_householder_refs"
+_MON = "posflow.simulate.orthogonal:mean_operator_norm"
+# fmt: off
+add_mutant(("AT3", "AT4"), "z-judge-drops-sqrt-N", f"{_REFS}:z_value", z_without_sqrt_n,
+           "the z judge divides by √Var instead of √(Var/N) (a √N dropped)")
+add_mutant("AT3", "chi2-judge-drops-N", f"{_REFS}:chi2_value", chi2_without_n,
+           "the χ² statistic d ‖Ê M‖_F² without the factor N")
+add_mutant(("AT3", "AT4"), "fp-judge-self", f"{_REFS}:_fp_judge", fp_self,
+           "the rounding judge compares each value with itself")
+add_mutant("AT4", "gamma-frobenius", _MON, gamma_frobenius,
+           "mean_operator_norm returns the Frobenius norm of the closed-form mean")
+add_mutant(("AT3", "AT4"), "jackknife-without-(B-1)/B", _MON, jackknife_without_factor,
+           "mean_operator_norm's jackknife SE without the factor (B − 1)/B")
+# fmt: on

@@ -16,6 +16,14 @@ import math
 import numpy as np
 from scipy import stats
 
+from posflow.proofs_checks.claims.at05_mixing_window_refs import (
+    M_GLOBAL,
+    fp_self,
+    global_and_moments,
+    global_mean_over_blocks,
+    ks_self,
+    z_without_sqrt_n,
+)
 from posflow.proofs_checks.kit import (
     FAMILY_LEVEL,
     Context,
@@ -26,6 +34,7 @@ from posflow.proofs_checks.kit import (
     Table,
     add_mutant,
     at_most,
+    cite,
     claim_rng,
     close,
     exact_tol,
@@ -33,6 +42,7 @@ from posflow.proofs_checks.kit import (
     fp_tol,
     info,
     register,
+    rejects,
     scaled_result,
     stat_tol,
     z_limit,
@@ -60,13 +70,17 @@ def _windows(law, bw, log_c, eps, lengths):
     # simulate's |c_b| = np.sinc(f/π) carries a rounding ≤ 4u (argument, sin, division), so
     # ln|c_b| ≈ −f²/6 is off by a relative 4u/(f²/6); the window W = ⌈ln(1/ε)/ln(1/c)⌉ moves by
     # that relative amount plus one step
-    w_bound = 4 * _EPS_UNIT * 6 / f**2 + 1 / w_th
-    w_excess = float(np.max(np.abs(w_sim / w_th - 1) / w_bound))
+    w_excess = _window_excess(w_sim, w_th, f)
     gamma = float(math.exp(log_c.max()))
     W_global = int(th.mixing_window(gamma, eps))
     mixed_th = [int(c) for c in th.blocks_mixed(law.d, _BASE, eps, list(lengths))]
     mixed_sim = [int(np.sum(w_sim <= n)) for n in lengths]  # γ_b^n ≤ ε iff n ≥ W_b
     return w_sim, w_excess, gamma, W_global, mixed_th, mixed_sim
+
+
+def _window_excess(w_sim, w_th, f):
+    """The judge's statistic: max_b |W_sim/W_th − 1| over its rounding bound 4u·6/f² + 1/W_b."""
+    return float(np.max(np.abs(w_sim / w_th - 1) / (4 * _EPS_UNIT * 6 / f**2 + 1 / w_th)))
 
 
 def _fixed_distance_scores(law, q1, plan, D, rng):
@@ -87,8 +101,8 @@ def _fixed_distance_scores(law, q1, plan, D, rng):
     return fixed
 
 
-def _window_measurements(win, lengths, B):
-    _, w_excess, gamma, W_global, mixed_th, mixed_sim = win
+def _window_measurements(win, lengths, B, log_c_max, f):
+    w_sim, w_excess, gamma, W_global, mixed_th, mixed_sim = win
     ms = [
         at_most(
             "window_theory_vs_simulate",
@@ -101,9 +115,16 @@ def _window_measurements(win, lengths, B):
             ),
             label="max_b |W_b(simulate)/W_b(theory) − 1| / rounding bound",
         ),
+        close("global_window_vs_direct", W_global, math.ceil(math.log(100) / -log_c_max),
+              fp_tol(2e-7, "γ = 1 − 2.4e-9 rounded to float64 moves ln γ by ≤ 1.1e-16/2.4e-9 = "
+                     "4.6e-8 relative; the ceiling one step in 2e9"), rel=True,
+              label="theory's W(0.01) of γ vs ⌈ln(1/ε)/(−max_b ln(sin f_b/f_b))⌉ (40 digits)"),
         info("global_window", W_global, label="W(0.01) of γ = max_b sin f_b/f_b (steps)"),
         info("gamma", gamma, label="γ = ‖E M‖_op"),
     ]
+    ms.append(rejects("window_judge_control_two_steps_late",
+                      at_most("c", _window_excess(w_sim + 2, w_sim, f), 1.0, fp_tol(0.0, "c")),
+                      "every window two steps late"))  # fmt: skip
     for L, a, b in zip(lengths, mixed_th, mixed_sim, strict=True):
         ms.append(
             close(
@@ -134,7 +155,7 @@ def _fixed_measurements(fixed, m_fixed, v_fixed, n_cmp, samples, D):
                 label=f"mean score at distance {D}, L = {L}, vs exact Σ_b ‖q_b‖² c_b^{D}",
             )
         )
-    ks = stats.ks_2samp(fixed[512], fixed[65536])
+    ks = _ks_stat(fixed[512], fixed[65536])
     n1, n2 = fixed[512].size, fixed[65536].size
     level = FAMILY_LEVEL / n_cmp
     ks_crit = float(stats.kstwo.isf(level, round(n1 * n2 / (n1 + n2))))
@@ -145,13 +166,22 @@ def _fixed_measurements(fixed, m_fixed, v_fixed, n_cmp, samples, D):
     ms.append(
         at_most(
             "ks_fixed_distance",
-            float(ks.statistic),
+            ks,
             0.0,
             stat_tol(ks_crit, ks_reason),
             label=f"KS distance of the score laws at D = {D}, L = 512 vs 65536",
         )
     )
+    shifted = fixed[65536] + 2 * math.sqrt(v_fixed)  # the law moved by 2 SD
+    ms.append(rejects("ks_judge_control_shifted_law",
+                      at_most("c", _ks_stat(fixed[512], shifted), 0.0, stat_tol(ks_crit, "c")),
+                      "the L = 65536 scores shifted by 2 standard deviations"))  # fmt: skip
     return ms, z_fixed
+
+
+def _ks_stat(a, b):
+    """The two-sample KS distance (the judge of the fixed-distance law)."""
+    return float(stats.ks_2samp(a, b).statistic)
 
 
 def _exact_infos(m_fixed, far_exact, D, W0):
@@ -219,6 +249,38 @@ def _figure_at5(log_c, log_c2, weights, fixed, v_fixed, zlim, D, W0):
     return Figure("AT5_window", "AT5: d_h = 96, θ_b ~ Unif[−f_b, f_b]", [panel])
 
 
+_CITES = (
+    cite("posflow.theory.transport:block_mixing_windows",
+         "simulate's float64 windows from |c_b| powers, to a stated rounding bound",
+         "window_theory_vs_simulate"),
+    cite("posflow.simulate.transport:mixing_window",
+         "theory's 40-digit windows ⌈ln(1/ε)/ln(f/sin f)⌉", "window_theory_vs_simulate"),
+    cite("posflow.theory.transport:mixing_window",
+         "⌈ln(1/ε)/(−max_b ln(sin f_b/f_b))⌉ from the 40-digit logarithm",
+         "global_window_vs_direct"),
+    cite("posflow.theory.transport:blocks_mixed", "a count of simulate's float64 windows ≤ L",
+         "blocks_mixed_L512", "blocks_mixed_L65536"),
+    cite("posflow.theory.transport:log_characteristic_modulus",
+         "Σ_b w_b (sin f_b/f_b)^D written directly (through so2_score_moments)",
+         "score_moments_vs_direct"),
+    cite("posflow.simulate.transport:so2_scores",
+         "the exact mean Σ_b ‖q_b‖² c_b^D within z_n exact SE at both lengths",
+         "fixed_mean_L512", "fixed_mean_L65536", "ks_fixed_distance"),
+    cite("posflow.simulate.transport:so2_score_moments",
+         "Σ_b w_b (sin f/f)^D and Σ_b w_b² Var cos ψ_b written directly",
+         "score_moments_vs_direct"),
+    cite("posflow.simulate.transport:so2_far_score_moments",
+         "the average over D of Σ_b w_b (sin f/f)^D written directly",
+         "far_score_mean_vs_direct"),
+    cite("posflow.simulate.transport:empirical_route_mean",
+         "a plain loop over the same draws (global norm and cos) and |(1/B) Σ_b c_b^n| within "
+         "z_n exact SE", "global_norm_vs_plain_loop", "global_cos_vs_plain_loop",
+         "global_cos_max_z"),
+    cite("posflow.simulate.transport:empirical_mixing_window", "a direct first-index scan",
+         "global_window_vs_first_index"),
+)  # fmt: skip
+
+
 @register(
     "AT5",
     "[B]",
@@ -227,6 +289,7 @@ def _figure_at5(log_c, log_c2, weights, fixed, v_fixed, zlim, D, W0):
     "distance is the same at L = 512 and 65536 (at a random far distance it differs: more "
     "blocks have mixed at 65536, and the global W ≈ 2e9 exceeds every L)",
     assumptions=("steps i.i.d. with spectral gap γ < 1", "θ_b ~ Unif[-f_b, f_b], d_h = 96"),
+    compares=_CITES,
 )
 def at5(ctx: Context) -> Evidence:
     """Claim AT5 with [B]'s own law (d_h = 96, θ_b ~ Unif[−f_b, f_b]).
@@ -239,7 +302,11 @@ def at5(ctx: Context) -> Evidence:
     exact standard error, and a two-sample KS test between the lengths; (3) at a random far
     distance D ~ Unif{W_0, …, L−1} the law differs between the lengths (more blocks have mixed
     at 65536): both means against their exact values and the measured difference against the
-    exact one. Scores come from :func:`posflow.simulate.transport.so2_scores` on whole contexts.
+    exact one. Scores come from ``so2_scores`` on whole contexts. (4) The global (not per-block)
+    route mean ``empirical_route_mean`` (norm and cos) against a plain loop over the same draws
+    and |(1/B) Σ_b c_b^n| within z_n exact SE, ``empirical_mixing_window`` against a direct
+    scan, ``so2_score_moments`` and ``so2_far_score_moments`` against direct sums. Negative
+    controls: each judge rejects a known-wrong input.
     """
     rng = claim_rng(ctx, 5)
     eps, d, B = 0.01, _D_HEAD, _D_HEAD // 2
@@ -257,13 +324,15 @@ def at5(ctx: Context) -> Evidence:
     fixed = _fixed_distance_scores(law, q1, plan, D, rng)  # (2) whole contexts
     (m_fixed,), (v_fixed,) = so2_score_moments(log_c, log_c2, weights, [D])
     far_exact = {L: so2_far_score_moments(log_c, log_c2, weights, W0, L - 1)[0] for L in lengths}
-    n_cmp = len(lengths) + 1  # the fixed-distance means at both lengths and the KS test
+    n_cmp = len(lengths) + 1 + M_GLOBAL  # fixed-distance means, the KS test, the global means
     samples = ", ".join(
         f"L = {L}: {T} contexts × {n_q} queries (the last one and every {D}th before it)"
         for L, (T, n_q) in plan.items()
     )
     fixed_ms, z_fixed = _fixed_measurements(fixed, m_fixed, v_fixed, n_cmp, samples, D)
-    ms = _window_measurements(win, lengths, B) + fixed_ms + _exact_infos(m_fixed, far_exact, D, W0)
+    ms = _window_measurements(win, lengths, B, float(log_c.max()), f) + fixed_ms
+    ms += _exact_infos(m_fixed, far_exact, D, W0)
+    ms += global_and_moments(law, f, log_c, log_c2, weights, rng, n_cmp, samples)
     tables = _tables_at5(eps, f, bw, win[0], fixed, m_fixed, z_fixed, far_exact)
     figure = _figure_at5(log_c, log_c2, weights, fixed, v_fixed, z_limit(n_cmp), D, W0)
     return Evidence(
@@ -309,3 +378,17 @@ add_mutant(
     scaled_result(1.05),
     "SO2BlockLaw draws θ_b ~ Unif[−1.05 f_b, 1.05 f_b]",
 )
+
+
+_REFS = "posflow.proofs_checks.claims.at05_mixing_window_refs"
+# fmt: off
+add_mutant("AT5", "z-judge-drops-sqrt-N", f"{_REFS}:_z_value", z_without_sqrt_n,
+           "the z judge divides by √Var instead of √(Var/N) (a √N dropped)")
+add_mutant("AT5", "fp-judge-self", f"{_REFS}:_fp_judge", fp_self,
+           "the rounding judge compares each value with itself")
+add_mutant("AT5", "ks-judge-self", "posflow.proofs_checks.claims.at05_mixing_window:_ks_stat",
+           ks_self, "the KS judge compares the L = 512 sample with itself")
+add_mutant("AT5", "global-norm-mean-over-blocks",
+           "posflow.simulate.transport:empirical_route_mean", global_mean_over_blocks,
+           "the global route-mean norm averages the blocks' |Ê e^(iψ_b)| instead of the largest")
+# fmt: on

@@ -22,6 +22,8 @@ from posflow.proofs_checks.kit import (
     Table,
     add_mutant,
     at_most,
+    biased,
+    cite,
     claim_rng,
     close,
     exact_tol,
@@ -30,6 +32,7 @@ from posflow.proofs_checks.kit import (
     holds,
     info,
     register,
+    rejects,
     scaled_result,
     stat_tol,
     z_limit,
@@ -54,17 +57,44 @@ def _ratio_40_digits(d: int, base: float) -> np.ndarray:
     return np.array(out)
 
 
+def _z_value(mc, exact, var, N):
+    """max over blocks with a positive variance of |mc − exact| / √(var/N), var EXACT."""
+    live = var > 0
+    return float(np.max(np.abs(mc[live] - exact[live]) / np.sqrt(var[live] / N)))
+
+
+def _fp_judge(key, value, ref, tol, label):
+    """The judge of a deterministic routine: max |value − reference| ≤ a rounding bound."""
+    err = float(np.max(np.abs(np.asarray(value, float) - np.asarray(ref, float))))
+    return at_most(key, err, 0.0, tol, label=label)
+
+
 def _route_mean_z(law, f, n_mc, N, rng):
-    """max_b |Ê cos ψ_b(n_mc)| − c_b^n_mc over its exact SE √(Var cos ψ_b/N), and the count of
-    blocks with a positive SE."""
+    """max_b |Ê cos ψ_b(n_mc)| − c_b^n_mc over its exact SE √(Var cos ψ_b/N), the count of
+    blocks with a positive SE, phase_moments against the closed form, and the judges' controls."""
     mc = empirical_route_mean(law, n_mc, n_routes=N, seed=rng, statistic="cos", per_block=True)
-    c_n = th.phase_moments("uniform", f, n_mc)[0]
-    var = (1 + th.phase_moments("uniform", 2 * f, n_mc)[0]) / 2 - c_n**2
-    se = np.sqrt(np.maximum(var, 0) / N)
-    live = se > 0
+    c_n = (np.sin(f) / f) ** n_mc  # the closed form, written here
+    var = (1 + (np.sin(2 * f) / (2 * f)) ** n_mc) / 2 - c_n**2
+    live = var > 0
     # |Ê cos| against c ≥ 0: |(|m| − c)| ≤ |m − c|, so the fold never inflates z
-    z = float(np.max(np.abs(mc[n_mc][live] - c_n[live]) / se[live]))
-    return z, int(live.sum())
+    z = _z_value(mc[n_mc], c_n, var, N)
+    n_cmp = int(live.sum())
+    wrong = c_n.copy()
+    wrong[0] = biased(c_n[0], float(np.sqrt(var[0] / N)), 1.5 * z_limit(n_cmp))
+    fp = fp_tol(2e-13, "float64 sin f/f carries a relative ≤ 3u (u = 1.1e-16), raised to the "
+                f"{n_mc}th power: {n_mc}·3u = {n_mc * 3.3e-16:.1e} relative on values ≤ 1")
+    pm = th.phase_moments("uniform", f, n_mc)[0]
+    ms = [
+        _fp_judge("phase_moments_vs_closed_form", pm, c_n, fp,
+                  f"max_b |phase_moments(uniform, f_b, {n_mc}) − (sin f_b/f_b)^{n_mc}|"),
+        rejects("z_judge_control_one_block_biased",
+                at_most("c", _z_value(wrong, c_n, var, N), 0.0, stat_tol(z_limit(n_cmp), "c")),
+                "block 0's exact mean moved by 1.5 z_n SE, the others exact"),
+        rejects("fp_judge_control_one_step_more",
+                _fp_judge("c", th.phase_moments("uniform", f, n_mc + 1)[0], c_n, fp, "c"),
+                f"(sin f/f)^{n_mc + 1} for (sin f/f)^{n_mc}"),
+    ]  # fmt: skip
+    return z, n_cmp, ms
 
 
 def _count_measurements(ns, exact_counts, float_counts):
@@ -100,18 +130,14 @@ def _window_measurements(bw, ratio, ratio_ref, series):
         )
         for b, ref in enumerate(_AT6_WINDOWS)
     ]
+    fp = fp_tol(1e-14, "W_b/W_b^approx from float64 ln(1/ε), a 40-digit ln γ_b and 6/f²: "
+                "≲ 6 roundings of 1.1e-16 = 6.7e-16, with margin for ln(100)")  # fmt: skip
     ms += [
-        at_most(
-            "ratio_vs_40_digits",
-            float(np.max(np.abs(ratio / ratio_ref - 1))),
-            0.0,
-            fp_tol(
-                1e-14,
-                "W_b/W_b^approx from float64 ln(1/ε), a 40-digit ln γ_b and 6/f²: "
-                "≲ 6 roundings of 1.1e-16 = 6.7e-16, with margin for ln(100)",
-            ),
-            label="max_b |W_b/W_b^approx − 40-digit (f²/6)/ln(f/sin f)| relative",
-        ),
+        _fp_judge("ratio_vs_40_digits", ratio / ratio_ref, 1.0, fp,
+                  "max_b |W_b/W_b^approx − 40-digit (f²/6)/ln(f/sin f)| relative"),
+        rejects("ratio_judge_control_log_sinc_1e-12",
+                _fp_judge("c", ratio * (1 + 1e-12) / ratio_ref, 1.0, fp, "c"),
+                "every window moved by a relative 1e-12"),
         at_most(
             "approx_overestimates",
             float(np.max(ratio)),
@@ -161,12 +187,31 @@ def _figure_at6(bw, ns, d):
     return Figure("AT6_windows", "AT6: per-block windows", [panel])
 
 
+_CITES = (
+    cite("posflow.theory.transport:block_mixing_windows",
+         "the digest's W_0..2 and a 40-digit mpmath (f²/6)/ln(f/sin f)", "W_0", "W_1", "W_2",
+         "ratio_vs_40_digits"),
+    cite("posflow.theory.transport:blocks_mixed",
+         "the digest's counts and a float64 count from simulate's characteristic values",
+         "blocks_mixed_512", "blocks_mixed_8192", "blocks_mixed_65536"),
+    cite("posflow.theory.transport:window_approximation_derivation",
+         "sympy: E cos θ = sin f/f by integration, the ratio's series 1 − f²/30",
+         "sympy_gamma_by_integration", "sympy_approx_overestimates"),
+    cite("posflow.theory.transport:phase_moments", "the closed form (sin f/f)^n in float64",
+         "phase_moments_vs_closed_form"),
+    cite("posflow.simulate.transport:empirical_route_mean",
+         "(sin f_b/f_b)^512 within z_n exact standard errors √(Var cos ψ_b/N)",
+         "mc_route_mean_z"),
+)  # fmt: skip
+
+
 @register(
     "AT6",
     "[D]",
     "with RoPE frequencies (d_h = 96, base 10^4, angles ~ Unif[-f_b, f_b]) the window is per "
     "block: W_b ≈ 6 ln(1/ε)/f_b²; blocks mixed below 0.1 at n = 512 / 8192 / 65536: 10 / 17 / 23",
     assumptions=("θ_b ~ Unif[-f_b, f_b] i.i.d.", "f_b = 10^{-4·2b/96}"),
+    compares=_CITES,
 )
 def at6(ctx: Context) -> Evidence:
     """Claim AT6: per-block windows W_b ≈ 6 ln(1/ε)/f_b² at d_h = 96, and 10 / 17 / 23 blocks
@@ -176,7 +221,9 @@ def at6(ctx: Context) -> Evidence:
     against the digest's W_0..2 and an independent 40-digit evaluation of W_b/W_b^approx, the
     sympy series (the approximation over-estimates, ratio 1 − f²/30 + O(f⁴)); numeric: the same
     counts in float64 from simulate's characteristic values, and Monte Carlo route means
-    |Ê cos ψ_b(512)| per block against c_b^512 (``empirical_route_mean``).
+    |Ê cos ψ_b(512)| per block against (sin f_b/f_b)^512 within z_n exact SE
+    (``empirical_route_mean``), and ``phase_moments`` against that closed form. Negative
+    controls: each judge rejects a known-wrong input.
     """
     rng = claim_rng(ctx, 6)
     d, base = _D_HEAD, _BASE
@@ -191,8 +238,8 @@ def at6(ctx: Context) -> Evidence:
     log_c = np.log(np.abs(law.characteristic()))
     float_counts = [int(np.sum(n * log_c < np.log(0.1))) for n in ns]
     n_mc, N = 512, (10_000 if ctx.full else 1_000)
-    z, n_cmp = _route_mean_z(law, f, n_mc, N, rng)
-    ms = _count_measurements(ns, exact_counts, float_counts)
+    z, n_cmp, ms = _route_mean_z(law, f, n_mc, N, rng)
+    ms += _count_measurements(ns, exact_counts, float_counts)
     ms += _window_measurements(bw, ratio, ratio_ref, series)
     ms += [
         at_most(
@@ -262,3 +309,28 @@ add_mutant(
     _rope_exponent_b_over_d,
     "RoPE frequencies base^(−b/d) instead of base^(−2b/d)",
 )
+
+
+def _z_without_sqrt_n(original):
+    @functools.wraps(original)
+    def _z_value(mc, exact, var, N):
+        return original(mc, exact, var, 1)  # SE = √var: the √N dropped
+
+    return _z_value
+
+
+def _fp_self(original):
+    @functools.wraps(original)
+    def _fp_judge(key, value, ref, tol, label):
+        return original(key, value, value, tol, label)  # the value compared with itself
+
+    return _fp_judge
+
+
+_MOD = "posflow.proofs_checks.claims.at06_block_windows"
+# fmt: off
+add_mutant("AT6", "z-judge-drops-sqrt-N", f"{_MOD}:_z_value", _z_without_sqrt_n,
+           "the z judge divides by √Var instead of √(Var/N) (a √N dropped)")
+add_mutant("AT6", "fp-judge-self", f"{_MOD}:_fp_judge", _fp_self,
+           "the rounding judge compares each value with itself")
+# fmt: on

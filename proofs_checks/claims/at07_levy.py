@@ -12,9 +12,18 @@ level ≤ 2·Φ̄(4) = 6.3e-5).
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
+from posflow.proofs_checks.claims.at07_levy_refs import (
+    PTS_D,
+    PTS_EPS,
+    cap_closed,
+    levy_closed,
+    rel_errors,
+    tail_closed,
+)
 from posflow.proofs_checks.kit import (
     Context,
     Evidence,
@@ -25,20 +34,21 @@ from posflow.proofs_checks.kit import (
     add_mutant,
     at_least,
     at_most,
+    biased,
     binomial_reason,
     binomial_z_above,
     binomial_z_below,
     binomial_z_two_sided,
+    cite,
     claim_rng,
     fp_tol,
     info,
     register,
+    rejects,
     stat_tol,
     z_limit,
 )
-from posflow.simulate.concentration import (
-    cap_lower_bound,
-)
+from posflow.simulate.concentration import cap_lower_bound
 from posflow.simulate.orthogonal import haar
 from posflow.theory import transport as th
 
@@ -77,14 +87,16 @@ def _exponent_rows(d, eps, both, N, exact, low):
     ]
 
 
-def _grid_ratios():
-    """(max exact/Lévy, min exact/cap lower bound) over d = 2…128, ε ∈ (0, 1)."""
+def _grid_ratios(levy=None, low=None):
+    """(max exact/Lévy, min exact/cap lower bound) over d = 2…128, ε ∈ (0, 1); ``levy`` and
+    ``low`` replace the bounds (negative controls)."""
+    levy, low = levy or th.levy_tail, low or cap_lower_bound
     ge = np.linspace(0.001, 0.999, 999)
     ratio_levy, ratio_low = 0.0, np.inf
     for gd in range(2, 129):
         ex_grid = th.sphere_coordinate_tail(gd, ge)
-        ratio_levy = max(ratio_levy, float(np.max(ex_grid / th.levy_tail(gd, ge))))
-        ratio_low = min(ratio_low, float(np.min(ex_grid / cap_lower_bound(gd, ge))))
+        ratio_levy = max(ratio_levy, float(np.max(ex_grid / levy(gd, ge))))
+        ratio_low = min(ratio_low, float(np.min(ex_grid / low(gd, ge))))
     return ratio_levy, ratio_low
 
 
@@ -123,38 +135,120 @@ def _table_at7(rows):
     )
 
 
-def _judge_at7(z_side, z_levy, z_low, ratio_levy, ratio_low, st, N):
-    def z_max(key, z, label):
-        return at_most(key, float(np.max(z)), 0.0, st, label=label, unit="SE")
+# -- closed forms at a few points (independent references of the cited bounds) -------------
+
+def _formula_judge(key, err, label):
+    """The judge of a bound against its closed form: max relative error ≤ 1e-12."""
+    return at_most(key, err, 0.0, fp_tol(1e-12, _FP_CLOSED), label=label)
+
+
+def _z_judge(key, z, st, label):
+    """The judge of Monte Carlo counts: the largest z score over the family ≤ z_limit."""
+    return at_most(key, float(np.max(z)), 0.0, st, label=label, unit="SE")
+
+
+def _levy_ratio_judge(key, ratio):
+    return at_most(key, ratio, 1.0, fp_tol(1e-13, _FP_AT7),
+                   label="max exact tail / 2e^(−dε²/2) (d = 2…128, ε ∈ (0, 1))")  # fmt: skip
+
+
+def _cap_ratio_judge(key, ratio):
+    return at_least(key, ratio, 1.0, fp_tol(1e-13, _FP_AT7),
+                    label="min exact tail / (1−ε²)^a/(a B(a, ½)) (d = 2…128, ε ∈ (0, 1))",
+                    )  # fmt: skip
+
+
+_FP_CLOSED = (
+    "a handful of exp/log/gamma/betainc evaluations (each ≤ a few hundred ulps) and the "
+    "cancellation 1 − 1.5ε + ε³/2 at ε = 0.95 (tail 0.003: ×300): ≤ 1e-13; 1e-12 with margin"
+)
+
+
+def _closed_forms_at7():
+    """The three bounds/tails against their closed forms at (d, ε) points."""
+    return [
+        _formula_judge("levy_tail_vs_closed_form",
+                       rel_errors(th.levy_tail, levy_closed, PTS_D),
+                       "max |levy_tail/2exp(−dε²/2) − 1| at 30 (d, ε)"),
+        _formula_judge("sphere_tail_vs_closed_form",
+                       rel_errors(th.sphere_coordinate_tail, tail_closed, (2, 3, 4, 5),
+                                   (*PTS_EPS, 1.0)),
+                       "max |sphere_coordinate_tail/elementary closed form − 1|, d = 2…5"),
+        _formula_judge("cap_lower_bound_vs_closed_form",
+                       rel_errors(cap_lower_bound, cap_closed, PTS_D, PTS_EPS[:-1]),
+                       "max |cap_lower_bound/((1−ε²)^a Γ(a+½)/(a Γ(a) √π)) − 1|"),
+    ]  # fmt: skip
+
+
+def _controls_at7(st, zlim, N):
+    """Each judge on a known-wrong input: a factor 2 dropped, d off by one, a biased count."""
+    k = zlim + 2.0  # a bias of k SE, above the Bonferroni quantile (2 SE margin for skew)
+    p, lvy = th.sphere_coordinate_tail(16, 0.3) / 2, th.levy_tail(32, 0.5)
+    low = cap_lower_bound(4, 0.5)
+
+    def count(rate, sign):  # N·rate moved by k binomial SE
+        return round(biased(N * rate, math.sqrt(N * rate * (1 - rate)), sign * k))
 
     return [
-        z_max(
-            "max_z_one_sided_vs_exact",
-            z_side,
-            "max |z| of the one-sided MC tails vs exact Beta tail/2",
-        ),
-        z_max("max_z_above_levy", z_levy, "max z of MC |u₁| tail above the Lévy bound"),
-        z_max(
-            "max_z_below_cap_lower_bound",
-            z_low,
-            "max z of MC |u₁| tail below the cap lower bound (exponent ∝ d)",
-        ),
-        at_most(
-            "max_exact_over_levy",
-            ratio_levy,
-            1.0,
-            fp_tol(1e-13, _FP_AT7),
-            label="max exact tail / 2e^(−dε²/2) (d = 2…128, ε ∈ (0, 1))",
-        ),
-        at_least(
-            "min_exact_over_cap_lower_bound",
-            ratio_low,
-            1.0,
-            fp_tol(1e-13, _FP_AT7),
-            label="min exact tail / (1−ε²)^a/(a B(a, ½)) (d = 2…128, ε ∈ (0, 1))",
-        ),
+        rejects("formula_judge_control_levy_factor_2",
+                _formula_judge("c", rel_errors(lambda d, e: th.levy_tail(d, e) / 2, levy_closed,
+                                                PTS_D), "c"),
+                "exp(−dε²/2): the factor 2 of the Lévy bound dropped"),
+        rejects("formula_judge_control_tail_d_plus_1",
+                _formula_judge("c", rel_errors(lambda d, e: th.sphere_coordinate_tail(d + 1, e),
+                                                tail_closed, (2, 3, 4, 5)), "c"),
+                "the exact tail at d + 1"),
+        rejects("z_judge_control_one_count_biased",
+                _z_judge("c", [0.0] * 50 + [float(binomial_z_two_sided(count(p, 1), N, p))], st,
+                         "c"),
+                f"one of 51 one-sided counts {k:.1f} SE above N·exact/2 (d = 16, ε = 0.3)"),
+        rejects("z_judge_control_above_levy",
+                _z_judge("c", binomial_z_above(count(lvy, 1), N, lvy), st, "c"),
+                f"a |u₁| count {k:.1f} SE above N·2e^(−dε²/2) (d = 32, ε = 0.5)"),
+        rejects("z_judge_control_below_cap",
+                _z_judge("c", binomial_z_below(count(low, -1), N, low), st, "c"),
+                f"a |u₁| count {k:.1f} SE below N·cap_lower_bound (d = 4, ε = 0.5)"),
+        rejects("levy_ratio_judge_control_exponent_doubled",
+                _levy_ratio_judge("c", _grid_ratios(levy=lambda d, e: th.levy_tail(2 * d, e))[0]),
+                "the exact tail over 2e^(−dε²): the ½ of the exponent dropped (a factor 2 of "
+                "the bound itself is within the grid's slack, 1 − max ratio ≈ ½: the closed form "
+                "catches that one)"),
+        rejects("cap_ratio_judge_control_doubled",
+                _cap_ratio_judge("c", _grid_ratios(low=lambda d, e: 2 * cap_lower_bound(d, e))[1]),
+                "the exact tail over twice the cap lower bound"),
+    ]  # fmt: skip
+
+
+def _judge_at7(z_side, z_levy, z_low, ratio_levy, ratio_low, st, N):
+    return [
+        _z_judge("max_z_one_sided_vs_exact", z_side, st,
+                 "max |z| of the one-sided MC tails vs exact Beta tail/2"),
+        _z_judge("max_z_above_levy", z_levy, st, "max z of MC |u₁| tail above the Lévy bound"),
+        _z_judge("max_z_below_cap_lower_bound", z_low, st,
+                 "max z of MC |u₁| tail below the cap lower bound (exponent ∝ d)"),
+        _levy_ratio_judge("max_exact_over_levy", ratio_levy),
+        _cap_ratio_judge("min_exact_over_cap_lower_bound", ratio_low),
+        info("levy_slack_on_grid", 1.0 - ratio_levy,
+             label="slack of the Lévy bound: 1 − max exact/2e^(−dε²/2) on the grid"),
+        info("cap_slack_on_grid", ratio_low - 1.0,
+             label="slack of the cap lower bound: min exact/bound − 1 on the grid"),
         info("samples_per_key", N),
-    ]
+    ]  # fmt: skip
+
+
+_CITES = (
+    cite("posflow.theory.transport:levy_tail", "the closed form 2·exp(−dε²/2) at 30 (d, ε)",
+         "levy_tail_vs_closed_form"),
+    cite("posflow.theory.transport:sphere_coordinate_tail",
+         "elementary closed forms of Pr(|u₁| > ε) for d = 2…5 (arcsin, linear, cubic)",
+         "sphere_tail_vs_closed_form"),
+    cite("posflow.simulate.concentration:cap_lower_bound",
+         "(1−ε²)^a Γ(a+½)/(a Γ(a) √π) by math.gamma at 25 (d, ε)",
+         "cap_lower_bound_vs_closed_form"),
+    cite("posflow.simulate.orthogonal:haar",
+         "the exact Beta tail: one-sided exceedance counts of (P k̂)₁ by exact binomial p-values",
+         "max_z_one_sided_vs_exact"),
+)  # fmt: skip
 
 
 @register(
@@ -163,14 +257,16 @@ def _judge_at7(z_side, z_levy, z_low, ratio_levy, ratio_low, st, N):
     "Lévy concentration (Haar): Pr(|⟨u, e1⟩| > ε) ≤ 2 exp(-d ε²/2), and the exponent is ∝ d: "
     "-ln(Pr/2) ≤ -a ln(1 - ε²) + ln(2a B(a, ½)), a = (d - 1)/2",
     assumptions=("u = P k/‖k‖ with P Haar on O(d)",),
+    compares=_CITES,
 )
 def at7(ctx: Context) -> Evidence:
     """Claim AT7: Lévy tail of Haar-transported unit keys and an exponent Θ(d).
 
     d = 4…32 (full to 64), keys e₁ and a Gaussian key, ε ∈ [0.05, 0.7]: one-sided Monte Carlo
     tails against half the exact Beta tail; |u₁| tails under the Lévy bound and above the exact
-    cap lower bound (:func:`~posflow.simulate.concentration.cap_lower_bound`); both bounds
-    against the exact tail on a grid.
+    cap lower bound (``cap_lower_bound``); both bounds against the exact tail on a grid;
+    ``th.levy_tail``, ``th.sphere_coordinate_tail`` and ``cap_lower_bound`` against closed forms
+    at a few points; negative controls of every judge.
     """
     rng = claim_rng(ctx, 7)
     dims = [4, 8, 16, 32] + ([64] if ctx.full else [])
@@ -196,7 +292,9 @@ def at7(ctx: Context) -> Evidence:
     st = stat_tol(z_limit(n_cmp), binomial_reason("MC tails", samples, n_cmp))
     ratio_levy, ratio_low = _grid_ratios()
     return Evidence(
-        _judge_at7(z_side, z_levy, z_low, ratio_levy, ratio_low, st, N),
+        _judge_at7(z_side, z_levy, z_low, ratio_levy, ratio_low, st, N)
+        + _closed_forms_at7()
+        + _controls_at7(st, z_limit(n_cmp), N),
         figures=[_figure_at7(dims, eps, tails, N)],
         tables=[_table_at7(rows)],
         setup=f"d ∈ {dims}; keys e₁ and one Gaussian key per d; {N:,} Haar matrices per "
@@ -234,8 +332,49 @@ def _haar_without_sign_fix(original):
     return haar
 
 
+def _levy_factor_2_dropped(original):
+    @functools.wraps(original)
+    def levy_tail(d, eps):
+        return np.asarray(original(d, eps)) / 2.0
+
+    return levy_tail
+
+
+def _cap_a_off_by_one(original):
+    @functools.wraps(original)
+    def cap_lower_bound(d, eps):
+        return original(np.asarray(d) + 1, eps)  # a = d/2 instead of (d − 1)/2
+
+    return cap_lower_bound
+
+
+def _z_judge_best_entry(original):
+    @functools.wraps(original)
+    def _z_judge(key, z, st, label):
+        return original(key, [float(np.min(z))], st, label)
+
+    return _z_judge
+
+
+def _formula_judge_loose(original):
+    @functools.wraps(original)
+    def _formula_judge(key, err, label):
+        return at_most(key, err, 0.0, fp_tol(0.99, "a loosened judge"), label=label)
+
+    return _formula_judge
+
+
 _TAILS = "posflow.theory._transport_tails"
+_SELF = "posflow.proofs_checks.claims.at07_levy"
 # fmt: off
+add_mutant("AT7", "levy-factor-2-dropped", f"{_TAILS}:levy_tail", _levy_factor_2_dropped,
+           "the Lévy bound written e^(−dε²/2): the factor 2 dropped")
+add_mutant("AT7", "cap-bound-a-off-by-one", "posflow.simulate.concentration:cap_lower_bound",
+           _cap_a_off_by_one, "the cap lower bound with a = d/2 instead of (d − 1)/2")
+add_mutant("AT7", "z-judge-best-entry", f"{_SELF}:_z_judge", _z_judge_best_entry,
+           "the Monte Carlo judge takes the smallest z score (best entry) instead of the largest")
+add_mutant("AT7", "formula-judge-loosened", f"{_SELF}:_formula_judge", _formula_judge_loose,
+           "the closed-form judge allows a relative error of 0.99 instead of 1e-12")
 add_mutant("AT7", "levy-exponent-half-dropped", f"{_TAILS}:levy_tail", _levy_half_dropped,
            "the Lévy bound written 2e^(−dε²): the factor 1/2 of the exponent dropped")
 add_mutant("AT7", "beta-parameter-off-by-one", f"{_TAILS}:sphere_coordinate_tail",

@@ -17,12 +17,23 @@ import functools
 
 import numpy as np
 
+from posflow.proofs_checks.claims.at14_value_refs import (
+    FP_MOMENT,
+    brute_route_output,
+    dense_moment,
+    digest_closed_form,
+    direct_at14,
+    fp_judge,
+    mc_judge,
+    transport_judge,
+)
 from posflow.proofs_checks.kit import (
     Context,
     Evidence,
     Table,
     add_mutant,
     at_most,
+    cite,
     claim_rng,
     close,
     fp_tol,
@@ -30,6 +41,7 @@ from posflow.proofs_checks.kit import (
     info,
     mean_se,
     register,
+    rejects,
     z_limit,
     z_se_tol,
 )
@@ -44,31 +56,6 @@ from posflow.simulate.values import (
 from posflow.theory import transport as th
 
 _EPS = float(np.finfo(float).eps)
-
-_FP_MOMENT = (
-    "two accumulations of M ≤ 200 terms (running sum vs direct double sum) and χ^k by "
-    "repeated squaring: relative error ≤ 4·M·ε = 4·200·2.2e-16 = 1.8e-13 of (Σ|a_j|‖v_j‖)²; "
-    "1e-12 of that scale"
-)
-
-
-def _dense_moment(weights, planar, dist, chi) -> float:
-    """Σ_b Σ_{j,k} Re(χ_b^{n_j − n_k} x_j x̄_k) (χ̄ for n_j < n_k), x = a z: the double sum behind
-    :func:`theory.transport.value_side_expectation`, written out (O(M²·B))."""
-    x = weights[:, None] * (planar[..., 0] + 1j * planar[..., 1])  # (M, B)
-    D = dist[:, None] - dist[None, :]
-    total = 0.0
-    for b, c in enumerate(np.atleast_1d(chi)):
-        G = np.where(D >= 0, np.power(c, np.abs(D)), np.power(np.conj(c), np.abs(D)))
-        total += float(np.real(x[:, b] @ G @ np.conj(x[:, b])))
-    return total
-
-
-def _digest_closed_form(c: float, M: int) -> float:
-    """E‖·‖² for a = 1/M on M consecutive distances, identical unit values:
-    (1/M²) Σ_{j,k} c^{|j−k|} = (1+c)/((1−c)M) − 2c(1−c^M)/(M²(1−c)²)."""
-    return (1 + c) / ((1 - c) * M) - 2 * c * (1 - c**M) / (M**2 * (1 - c) ** 2)
-
 
 def _cases_at14(rng) -> list[tuple]:
     """(key, name, scales, weights, values) of the three cases (draws in this order)."""
@@ -119,17 +106,12 @@ def _case_at14(case, gap, trials, zlim, family, rng) -> tuple[list, list]:
     exact = th.value_side_expectation(weights, planar, dist, chi)
     vb = th.value_side_bound(weights, planar, chi)
     scale = float(np.sum(np.abs(weights) * np.linalg.norm(values, axis=1))) ** 2
-    dense = _dense_moment(weights, planar, dist, chi)
+    dense = dense_moment(weights, planar, dist, chi)
     mc, se = (float(x) for x in mean_se(far_residual_sq(scales, weights, values, gap, trials, rng)))
     tol = z_se_tol(se, zlim, trials, family)
     ms = [
-        close(
-            f"{key}_mc_vs_exact",
-            mc,
-            exact,
-            tol,
-            label=f"{key}: Monte Carlo E‖Σ a_j P_j v_j‖² vs exact value_side_expectation",
-        ),
+        mc_judge(f"{key}_mc_vs_exact", mc, exact, tol,
+                  f"{key}: Monte Carlo E‖Σ a_j P_j v_j‖² vs exact value_side_expectation"),
         at_most(
             f"{key}_mc_under_bound",
             mc,
@@ -141,17 +123,22 @@ def _case_at14(case, gap, trials, zlim, family, rng) -> tuple[list, list]:
             f"{key}_exact_under_bound",
             exact,
             vb.bound,
-            fp_tol(1e-12 * scale, _FP_MOMENT),
+            fp_tol(1e-12 * scale, FP_MOMENT),
             label=f"{key}: exact E‖·‖² ≤ bound",
         ),
         close(
             f"{key}_exact_vs_double_sum",
             exact,
             dense,
-            fp_tol(1e-12 * scale, _FP_MOMENT),
+            fp_tol(1e-12 * scale, FP_MOMENT),
             label=f"{key}: value_side_expectation vs the direct double sum",
         ),
     ]
+    bound_direct = sum((1 + abs(c)) / (1 - abs(c)) * float(np.sum(weights**2 * np.sum(
+        planar[:, b] ** 2, axis=-1))) for b, c in enumerate(np.atleast_1d(chi)))  # fmt: skip
+    ms.append(fp_judge(f"{key}_bound_vs_closed_form", vb.bound, bound_direct, scale,
+                        f"{key}: value_side_bound vs Σ_b (1+|c_b|)/(1−|c_b|) Σ_j a_j²‖v_jb‖²"))
+    ms.append(info(f"{key}_bound_slack", vb.bound - exact, label=f"{key}: bound − exact moment"))
     return ms, [name, mc, se, exact, vb.bound, vb.coherent, vb.bound / vb.coherent]
 
 
@@ -161,7 +148,7 @@ def _closed_form_at14(digest_exact: float):
     return close(
         "digest_exact_vs_closed_form",
         digest_exact,
-        _digest_closed_form(c1, M1),
+        digest_closed_form(c1, M1),
         fp_tol(
             1e-13,
             "closed form and running sum of 200 terms of size ≤ 1/M: ≤ "
@@ -172,29 +159,23 @@ def _closed_form_at14(digest_exact: float):
 
 
 def _transport_at14(case, gap, rng):
-    """The transport itself: one draw of the four-block case against explicit route rotations."""
+    """The transport itself: one draw of the four-block case against a brute-force route sum."""
     _, _, scales, weights, values = case
     n = values.shape[0] + gap
     w, v = np.zeros(n), np.zeros((n, values.shape[1]))
     w[: values.shape[0]], v[: values.shape[0]] = weights, values
     theta = SO2BlockLaw(values.shape[1], "uniform", scale=scales).sample_angles(n, rng)
-    err = float(
-        np.max(np.abs(so2_value_output(w[None], v, theta)[0] - route_sum_value_output(w, v, theta)))
-    )
+    brute = brute_route_output(w, v, theta)
     mass = float(np.sum(np.abs(weights) * np.linalg.norm(values, axis=1)))
-    return at_most(
-        "transport_vs_route_rotations",
-        err,
-        0.0,
-        fp_tol(
-            1e-9,
-            f"|route angles| ≤ n·max a_b = {n}·2 rad, each summed with error ≤ n·ε·2n, so "
-            f"the two angle evaluations differ by ≤ 4n²ε = {4 * n * n * _EPS:.1e} rad; "
-            f"times Σ|a_j|‖v_j‖ = {mass:.2f}: {4 * n * n * _EPS * mass:.1e}; 1e-9 leaves "
-            "margin for the n-term sums",
-        ),
-        label="so2_value_output vs Σ_j a_j R(Σ_{s=j}^{i−1} θ_s) v_j (one draw, 4 blocks)",
-    )
+    return [
+        transport_judge("transport_vs_route_rotations", so2_value_output(w[None], v, theta)[0],
+                         brute, mass, n),
+        transport_judge("route_sum_vs_brute_force", route_sum_value_output(w, v, theta), brute,
+                         mass, n),
+        rejects("transport_judge_control_transposed",
+                transport_judge("c", so2_value_output(w[None], v, -theta)[0], brute, mass, n),
+                "the transposed transport (angles negated)"),
+    ]  # fmt: skip
 
 
 def _control_at14(case, gap, coherent):
@@ -210,6 +191,33 @@ def _control_at14(case, gap, coherent):
     )
 
 
+_CITES = (
+    cite("posflow.theory.transport:value_side_expectation",
+         "the double sum Σ_b Σ_jk Re(χ^(n_j−n_k) x_j x̄_k) written out, and the digest's geometric "
+         "closed form", "digest_exact_vs_double_sum", "dirichlet_exact_vs_double_sum",
+         "blocks4_exact_vs_double_sum", "digest_exact_vs_closed_form"),
+    cite("posflow.theory.transport:value_side_bound",
+         "Σ_b (1+|c_b|)/(1−|c_b|) Σ_j a_j²‖v_jb‖² written out", "digest_bound_vs_closed_form",
+         "dirichlet_bound_vs_closed_form", "blocks4_bound_vs_closed_form"),
+    cite("posflow.theory.transport:characteristic_value", "sin(a)/a by math.sin",
+         "characteristic_value_vs_sin_over_a"),
+    cite("posflow.theory.transport:value_side_derivation", "sympy identities",
+         "sympy_rotation_split", "sympy_cross_term_is_power", "sympy_factor"),
+    cite("posflow.simulate.transport:so2_value_output",
+         "a brute-force route sum Σ_j a_j R(Σ_s θ_s) v_j by Python loops",
+         "transport_vs_route_rotations"),
+    cite("posflow.simulate.values:route_sum_value_output",
+         "a brute-force route sum by Python loops", "route_sum_vs_brute_force"),
+    cite("posflow.simulate.values:far_residual_sq",
+         "the exact moment (itself against the double sum), within z·SE",
+         "digest_mc_vs_exact", "dirichlet_mc_vs_exact", "blocks4_mc_vs_exact"),
+    cite("posflow.simulate.values:planar_pairs", "(v_b, v_{b+d/2}) indexed by hand",
+         "planar_pairs_vs_direct"),
+    cite("posflow.simulate.values:unrotated_residual_sq", "the coherent (Σ a_j)²‖v̄‖²",
+         "control_unrotated_is_coherent"),
+)  # fmt: skip
+
+
 @register(
     "AT14",
     "[B]",
@@ -220,6 +228,7 @@ def _control_at14(case, gap, coherent):
         "weights independent of the value angles",
         "commuting (SO(2)-block) value steps",
     ),
+    compares=_CITES,
 )
 def at14(ctx: Context) -> Evidence:
     """Claim AT14: E‖Σ a_j P_j v_j‖² ≤ (1+|c|)/(1-|c|) Σ a_j²‖v_j‖² for random SO(2) value steps.
@@ -228,7 +237,9 @@ def at14(ctx: Context) -> Evidence:
     ``so2_value_output`` against the exact ``value_side_expectation`` (itself against a direct
     double sum, and the digest case against its closed form), the exact moment under
     ``value_side_bound``; the transport against explicit route rotations; the unrotated
-    residual equals the coherent one (control).
+    residual equals the coherent one (control); ``so2_value_output`` and
+    ``route_sum_value_output`` against a brute-force route sum, ``value_side_bound``,
+    ``th.characteristic_value`` and ``planar_pairs`` against direct formulas; negative controls.
     """
     rng = claim_rng(ctx, 14)
     der = th.value_side_derivation()
@@ -244,7 +255,8 @@ def at14(ctx: Context) -> Evidence:
         rows.append(row)
     ms += [
         _closed_form_at14(rows[0][3]),
-        _transport_at14(cases[2], gap, rng),
+        *_transport_at14(cases[2], gap, rng),
+        *direct_at14(cases, trials, zlim, family, rows),
         _control_at14(cases[0], gap, rows[0][5]),
         info("trials", trials),
         info("z_limit", zlim),
@@ -318,6 +330,29 @@ def _prefix_sum_dropped(original):
     return absolute_angles
 
 
+def _route_sum_off_by_one(original):
+    @functools.wraps(original)
+    def route_sum_value_output(weights, values, theta):
+        th_ = np.asarray(theta, dtype=float)
+        return original(weights, values, np.concatenate([th_[1:], th_[:1] * 0]))  # steps j+1…
+
+    return route_sum_value_output
+
+
+def _mc_judge_doubled(original):
+    @functools.wraps(original)
+    def mc_judge(key, mc, exact, tol, label):
+        loose = dataclasses.replace(tol, value=tol.value * 2.0)  # z = 2·z_limit ≈ 8.8
+        return original(key, mc, exact, loose, label)
+
+    return mc_judge
+
+
+_REFS = "posflow.proofs_checks.claims.at14_value_refs"
+add_mutant("AT14", "route-sum-off-by-one", "posflow.simulate.values:route_sum_value_output",
+           _route_sum_off_by_one, "the route sum starts one step late (Σ_{s=j+1} θ_s)")
+add_mutant("AT14", "mc-judge-doubled-z", f"{_REFS}:mc_judge", _mc_judge_doubled,
+           "the Monte Carlo judge allows twice the Bonferroni z (≈ 8.8 SE)")
 add_mutant(
     ("AT14", "AT15"),
     "moment-off-by-one",

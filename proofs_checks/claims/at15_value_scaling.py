@@ -8,7 +8,9 @@ mutants (``moment-off-by-one``, ``prefix-sum-dropped``) are shared with AT14 and
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 
 import numpy as np
 
@@ -22,6 +24,8 @@ from posflow.proofs_checks.kit import (
     Table,
     add_mutant,
     at_most,
+    biased,
+    cite,
     claim_rng,
     close,
     fp_tol,
@@ -29,6 +33,7 @@ from posflow.proofs_checks.kit import (
     loglog_slope,
     mean_se,
     register,
+    rejects,
     z_limit,
     z_se_tol,
 )
@@ -47,6 +52,51 @@ def _slope_se(Ms, means, ses) -> float:
     return float(np.sqrt(np.sum(wts**2 * var)))
 
 
+def _mc_judge(key, mc, exact, tol, label):
+    """The judge of a Monte Carlo mean (or slope): |mc − exact| ≤ z·SE (Bonferroni)."""
+    return close(key, mc, exact, tol, label=label)
+
+
+def _closed(c, M):
+    """(1/M²) Σ_{j,k} c^{|j−k|} = (1+c)/((1−c)M) − 2c(1−c^M)/(M²(1−c)²)."""
+    return (1 + c) / ((1 - c) * M) - 2 * c * (1 - c**M) / (M * M * (1 - c) ** 2)
+
+
+def _formula_judge(key, err, label):
+    """The judge of a routine against its closed form: max relative error ≤ 1e-11."""
+    return at_most(key, err, 0.0, fp_tol(1e-11, _FP_CLOSED), label=label)
+
+
+_FP_CLOSED = (
+    "a running sum of M ≤ 16384 terms c^m/M² against the closed form: relative rounding "
+    "≤ M·ε = 3.6e-12 at M = 16384 (full); the closed form's cancellation (1+c)/((1−c)M) − … "
+    "is mild (≤ 2×): 1e-11"
+)
+
+
+def _closed_forms_at15(Ms, exact, c, a, k_bias, se, m0, tol):
+    """The exact moments and c against closed forms; negative controls of the judges."""
+    err = max(abs(e / _closed(c, M) - 1) for M, e in zip(Ms, exact, strict=True))
+    pairs = list(zip(Ms, exact, strict=True))
+    # every cross term one power of c too many: 1/M + c (E − 1/M)
+    wrong = max(abs((1 / M + c * (e - 1 / M)) / _closed(c, M) - 1) for M, e in pairs)
+    one_sided = max(abs(e / (_closed(c, M) + 0.5 / M) - 1) for M, e in pairs)
+    return [
+        _formula_judge("exact_vs_closed_form", err,
+                       "max_M |value_side_expectation/((1+c)/((1−c)M) − 2c(1−c^M)/(M²(1−c)²))"
+                       " − 1|"),
+        _formula_judge("c_vs_sin_a_over_a", abs(c - math.sin(a) / a),
+                       "|characteristic_value(uniform, 1) − sin 1|"),
+        rejects("formula_judge_control_extra_c", _formula_judge("c", wrong, "c"),
+                "the exact moment with c^{|j−k|+1} for c^{|j−k|} (cross terms off by one power)"),
+        rejects("formula_judge_control_shifted", _formula_judge("c", one_sided, "c"),
+                "the closed form plus 1/(2M) (a term of the diagonal counted twice)"),
+        rejects("mc_judge_control_biased", _mc_judge("c", biased(exact[0], se, k_bias), exact[0],
+                                                      tol, "c"),
+                f"a Monte Carlo mean {k_bias:.1f} SE from the exact moment at M = {m0}"),
+    ]  # fmt: skip
+
+
 def _scan_at15(Ms, a, c, gap, trials, zlim, family, rng):
     """Monte Carlo and exact E‖·‖², and the unrotated residual, at each M (draws in M order)."""
     means, ses, exact, plain, ms = [], [], [], [], []
@@ -58,15 +108,8 @@ def _scan_at15(Ms, a, c, gap, trials, zlim, family, rng):
         ses.append(se)
         exact.append(ex)
         plain.append(np.sqrt(unrotated_residual_sq(w, v, gap)))
-        ms.append(
-            close(
-                f"mc_vs_exact_M{M}",
-                m,
-                ex,
-                z_se_tol(se, zlim, trials, family),
-                label=f"M = {M}: Monte Carlo E‖·‖² vs exact",
-            )
-        )
+        ms.append(_mc_judge(f"mc_vs_exact_M{M}", m, ex, z_se_tol(se, zlim, trials, family),
+                            f"M = {M}: Monte Carlo E‖·‖² vs exact"))
     return means, ses, exact, plain, ms
 
 
@@ -173,11 +216,29 @@ def _figure_at15(Ms, rms, rms_exact, plain, rows, s_mc, s_exact, A, a, trials) -
     )
 
 
+_CITES = (
+    cite("posflow.theory.transport:value_side_expectation",
+         "the closed form (1+c)/((1−c)M) − 2c(1−c^M)/(M²(1−c)²) at every M",
+         "exact_vs_closed_form"),
+    cite("posflow.theory.transport:characteristic_value", "sin(a)/a by math.sin",
+         "c_vs_sin_a_over_a"),
+    cite("posflow.simulate.values:planar_pairs",
+         "the closed form (the exact moment is computed from the planar pairs)",
+         "exact_vs_closed_form"),
+    cite("posflow.simulate.values:far_residual_sq",
+         "the exact moment (itself against the closed form), within z·SE",
+         "mc_vs_exact_M64", "mc_vs_exact_M4096", "slope_mc_vs_exact"),
+    cite("posflow.simulate.values:unrotated_residual_sq", "‖Σ_j (1/M)(1, 0)‖ = 1 exactly",
+         "control_unrotated_residual_error"),
+)  # fmt: skip
+
+
 @register(
     "AT15",
     "[B]",
     "with value rotation the far residual shrinks like M^{-1/2}; without, it does not shrink",
     assumptions=("uniform far weights ρ/M", "mixed SO(2) value blocks (|c| < 1)"),
+    compares=_CITES,
 )
 def at15(ctx: Context) -> Evidence:
     """Claim AT15: with value rotation the far residual shrinks like M^{-1/2}; without, not at all.
@@ -186,7 +247,9 @@ def at15(ctx: Context) -> Evidence:
     over M = 64 … 4096 (full 16384) against the exact moment; the fitted log-log slope against
     the exact curve's; the exact approach M·E‖·‖² → (1+c)/(1−c) (slope −1/2); without rotation
     the residual is exactly 1 (control). A note: with d_h = 96 RoPE-spaced blocks the exact
-    slope is nearly 0 (most blocks never mix).
+    slope is nearly 0 (most blocks never mix). ``th.value_side_expectation`` and
+    ``th.characteristic_value`` against closed forms, ``far_residual_sq`` against the exact
+    moment; negative controls of the judges.
     """
     rng = claim_rng(ctx, 15)
     Ms = [64 * 2**k for k in range(9 if ctx.full else 7)]  # 64 … 16384 (quick: … 4096)
@@ -199,7 +262,9 @@ def at15(ctx: Context) -> Evidence:
     more, rms, rms_exact, s_mc, s_exact, A = _slopes_at15(
         Ms, means, ses, exact, plain, c, trials, zlim, family
     )
-    ms += [*more, _note_d96()]
+    tol0 = z_se_tol(ses[0], zlim, trials, family)
+    ms += [*more, _note_d96(),
+           *_closed_forms_at15(Ms, exact, c, a, zlim + 1.0, ses[0], Ms[0], tol0)]
     rows = [
         [M, float(np.sqrt(m)), float(se / (2 * np.sqrt(m))), float(e), float(p)]
         for M, m, se, e, p in zip(Ms, means, ses, rms_exact, plain, strict=True)
@@ -233,6 +298,30 @@ def _half_width_uniform(original):
     return sample_angles
 
 
+def _mc_judge_doubled(original):
+    @functools.wraps(original)
+    def _mc_judge(key, mc, exact, tol, label):
+        return original(key, mc, exact, dataclasses.replace(tol, value=2 * tol.value), label)
+
+    return _mc_judge
+
+
+def _sinc_without_pi(original):
+    @functools.wraps(original)
+    def characteristic_value(law, param, *args, **kwargs):
+        if law != "uniform":
+            return original(law, param, *args, **kwargs)
+        return np.sinc(np.asarray(param, dtype=float)).astype(complex)  # sin(πa)/(πa)
+
+    return characteristic_value
+
+
+add_mutant("AT15", "mc-judge-doubled-z",
+           "posflow.proofs_checks.claims.at15_value_scaling:_mc_judge", _mc_judge_doubled,
+           "the Monte Carlo judge allows twice the Bonferroni z")
+add_mutant("AT15", "sinc-without-pi", "posflow.theory._transport_angles:characteristic_value",
+           _sinc_without_pi, "c = np.sinc(a) = sin(πa)/(πa) for sin(a)/a (numpy's sinc is "
+           "normalised)")
 add_mutant(
     "AT15",
     "angle-width-halved",

@@ -4,23 +4,22 @@ relaxation that drops ``m ≥ 0``), and the four forces as drift terms.
 
 from __future__ import annotations
 
-import functools
 from fractions import Fraction
 
 import numpy as np
 import sympy as sp
 from hypothesis import strategies as st
 
+from posflow.proofs_checks.claims import pb08_09_monotone_drift_refs as refs
 from posflow.proofs_checks.kit import (
+    CHAIN,
     Context,
     Evidence,
-    Figure,
-    Panel,
     Relaxation,
-    Series,
     add_mutant,
     add_relaxation,
     at_most,
+    cite,
     close,
     constant_result,
     exact_tol,
@@ -29,6 +28,7 @@ from posflow.proofs_checks.kit import (
     info,
     random_alibi,
     register,
+    reversed_layer_order,
     scaled_argument,
 )
 from posflow.proofs_checks.kit import examples as ex
@@ -51,60 +51,35 @@ MONOTONE_TOL = 1e-12  # PB8: a CDF deficit up to this is rounding
 # PB8: stochastic monotonicity
 
 
-def _softmax_kernel(n, slopes, content):
-    """Head average of softmax_{j<=i}(c [i=j] − m (i−j)), entry by entry (an independent
-    reference for :func:`alibi_kernel`)."""
-    A = np.zeros((n, n))
-    for m, c in zip(np.atleast_1d(slopes), np.atleast_1d(content), strict=True):
-        for i in range(n):
-            logits = np.array([c if j == i else -m * (i - j) for j in range(i + 1)])
-            w = np.exp(logits - logits.max())
-            A[i, : i + 1] += w / w.sum()
-    return A / np.atleast_1d(slopes).size
-
-
-def _brute_deficit(A):
-    """max over all pairs i < i' and all k of F_{i'}(k) − F_i(k), clipped at 0."""
-    F = np.cumsum(A, axis=1)
-    n = F.shape[0]
-    return max([0.0] + [float((F[b] - F[a]).max()) for a in range(n) for b in range(a + 1, n)])
-
-
-def _exact_single_head_deficit(n: int, q: Fraction, ec: Fraction) -> Fraction:
-    """The largest CDF deficit of the single-head kernel with e^{-m} = q, e^{c} = ec, exactly."""
-    rows = []
-    for i in range(n):
-        w = [q ** (i - j) for j in range(i)] + [ec]
-        z = sum(w)
-        rows.append([x / z for x in w] + [Fraction(0)] * (n - i - 1))
-    F = [[sum(r[: k + 1]) for k in range(n)] for r in rows]
-    return max(
-        [Fraction(0)]
-        + [F[b][k] - F[a][k] for a in range(n) for b in range(a + 1, n) for k in range(n)]
-    )
-
-
 _EXACT_GRID = [(Fraction(1), Fraction(1, 100)), (Fraction(1, 2), Fraction(1)),
                (Fraction(1, 10), Fraction(100)), (Fraction(9, 10), Fraction(1, 3))]  # fmt: skip
 
 
-def _worst_multi_head(rng, n):
-    """The largest deficit of textbook-slope kernels, H ∈ {1, 32, 64, 112}, c ~ U[−20, 20]."""
-    worst = 0.0
-    for H in (1, 32, 64, 112):
-        c = rng.uniform(-20, 20, H)
-        worst = max(worst, monotonicity_deficit(alibi_kernel(n, alibi_slopes(H), c)))
-    return worst
+def _multi_head(rng, n):
+    """Textbook-slope kernels, H ∈ {1, 32, 64, 112}, c ~ U[−20, 20]."""
+    return [alibi_kernel(n, alibi_slopes(H), rng.uniform(-20, 20, H)) for H in (1, 32, 64, 112)]
 
 
-def _worst_products(rng, products):
-    """The largest deficit of rollouts of 6 random ALiBi+content layers (n = 48)."""
-    worst = 0.0
+def _products(rng, products):
+    """Rollouts of 6 random ALiBi+content layers (n = 48)."""
+    out = []
     for _ in range(products):
         ks = [random_alibi(rng, 48, slope_max=2.0, content_abs=20.0) for _ in range(6)]
-        lam = rng.uniform(0, 1, 6)
-        worst = max(worst, monotonicity_deficit(rollout_matrix(ks, lam)))
-    return worst
+        out.append(rollout_matrix(ks, rng.uniform(0, 1, 6)))
+    return out
+
+
+_PB8_CITES = (
+    cite("posflow.simulate.kernels:monotonicity_deficit",
+         "brute force over every row pair i < i' and every k", "max_deficit_error_vs_brute_force",
+         "negative_slope_deficit"),
+    cite("posflow.simulate.kernels:alibi_kernel", "kernels built entry by entry from softmax",
+         "max_alibi_kernel_error_vs_softmax"),
+    cite("posflow.simulate.kernels:alibi_slopes", "the direct formula 2^{−8(h+1)/H}",
+         "max_alibi_slopes_error_vs_formula"),
+    cite("posflow.simulate.rollout:rollout_matrix", "dense products R_{T−1} ⋯ R_0",
+         "max_rollout_matrix_error_vs_dense"),
+)  # fmt: skip
 
 
 @register(
@@ -113,21 +88,26 @@ def _worst_products(rng, products):
     "ALiBi+content kernels are stochastically monotone for all m ≥ 0, "
     "c ∈ ℝ; head averages, residual mixing and products preserve it",
     assumptions=("slopes m ≥ 0",),
+    compares=_PB8_CITES,
 )
 def pb8(ctx: Context) -> Evidence:
+    """Claim PB8: the CDF deficit of ALiBi+content kernels, head averages and rollouts is 0.
+
+    ``monotonicity_deficit`` (against brute force over row pairs) of ``alibi_kernel`` with
+    ``alibi_slopes`` (against entry-by-entry softmax and the slope formula) and of
+    ``rollout_matrix`` (against dense products); exact rationals on n = 7. Negative controls:
+    the deficit judge on kernels of which only the last is not monotone, the exact judge with a
+    negative slope, and m = −1, c = 5 detected at its brute-force value.
+    """
     rng = np.random.default_rng(ctx.seed + 8)
     n = 256 if ctx.full else 96
     ms = np.linspace(0, 2, 41 if ctx.full else 11)
     cs = np.linspace(-20, 20, 21 if ctx.full else 9)
     products, exact_n = (10 if ctx.full else 4), 7
-    worst_single = max(monotonicity_deficit(alibi_kernel(n, m, c)) for m in ms for c in cs)
-    worst_multi = _worst_multi_head(rng, n)
-    worst_products = _worst_products(rng, products)
-    exact_worst = max(_exact_single_head_deficit(exact_n, q, ec) for q, ec in _EXACT_GRID)
     # the control: a negative slope with large content breaks monotonicity; the detector must
     # see it, at the value a brute-force comparison of every row pair gives
     anti = monotonicity_deficit(alibi_kernel(8, -1.0, 5.0))
-    anti_ref = _brute_deficit(_softmax_kernel(8, -1.0, 5.0))
+    anti_ref = refs.brute_deficit(refs.softmax_kernel(8, -1.0, 5.0))
     fp = fp_tol(
         1e-12,
         f"a CDF entry is a running sum of ≤ {n} weights in [0, 1] with relative rounding ≤ 4ε "
@@ -139,23 +119,28 @@ def pb8(ctx: Context) -> Evidence:
         "8×8 kernels from two softmax implementations: entries agree to ~4ε, CDF sums of ≤ 8 "
         "terms to 8·4·2.2e-16 = 7e-15 each, a difference of two to 1.4e-14 ≤ 1e-13",
     )
+    exact_tol_ = exact_tol("exact rational arithmetic (fractions), n = 7, e^{-m}, e^c rational")
     return Evidence(
         [
-            at_most("max_deficit_single_head", worst_single, 0.0, fp,
-                    label="max CDF deficit, single head, m ∈ [0, 2], c ∈ [−20, 20]"),
-            at_most("max_deficit_multi_head", worst_multi, 0.0, fp,
-                    label="max CDF deficit, textbook slopes, H ∈ {1, 32, 64, 112}, random c"),
-            at_most("max_deficit_rollout_products", worst_products, 0.0, fp,
-                    label="max CDF deficit of rollouts P = R_5⋯R_0 (per-layer random kernels)"),
-            holds("exact_single_head_deficit_zero", exact_worst == 0,
-                  exact_tol("exact rational arithmetic (fractions), n = 7, e^{-m}, e^c rational"),
-                  label=f"exact (rational) CDF deficit of {len(_EXACT_GRID)} single-head kernels "
-                  "is 0"),
+            refs.deficit_judge("max_deficit_single_head",
+                               (alibi_kernel(n, m, c) for m in ms for c in cs), fp,
+                               label="max CDF deficit, single head, m ∈ [0, 2], c ∈ [−20, 20]"),
+            refs.deficit_judge("max_deficit_multi_head", _multi_head(rng, n), fp,
+                               label="max CDF deficit, textbook slopes, H ∈ {1, 32, 64, 112}, "
+                               "random c"),
+            refs.deficit_judge("max_deficit_rollout_products", _products(rng, products), fp,
+                               label="max CDF deficit of rollouts P = R_5⋯R_0 (per-layer random "
+                               "kernels)"),
+            refs.exact_judge("exact_single_head_deficit_zero", _EXACT_GRID, exact_n, exact_tol_,
+                             label=f"exact (rational) CDF deficit of {len(_EXACT_GRID)} "
+                             "single-head kernels is 0"),
             close("negative_slope_deficit", anti, anti_ref, fp_ctrl, role="control",
                   label="control: deficit of m = −1, c = 5 (n = 8) vs brute force over row pairs"),
             holds("negative_slope_breaks_monotonicity", anti > 1e-12,
                   fp_tol(1e-12, "the deficit must exceed the 1e-12 rounding floor above"),
                   role="control", label="control: m = −1, c = 5 is detected as not monotone"),
+            *refs.pb8_comparisons(rng),
+            *refs.pb8_controls(fp, _EXACT_GRID, exact_n),
             info("grid", f"n = {n}, {ms.size} slopes × {cs.size} contents"),
             info("rollout_products", products),
         ],
@@ -280,6 +265,32 @@ def _pb9_alibi(n, rows, n_far):
     return worst_closed, worst_limit, limits
 
 
+_PB9_CITES = (
+    cite("posflow.theory.rollout:alibi_drift",
+         "the direct sum Σ k e^{−mk} / (e^c + Σ e^{−mk}), and the drift of dense kernels",
+         "alibi_drift_rel_error_vs_direct_sum", "alibi_closed_form_rel_error"),
+    cite("posflow.theory.rollout:alibi_drift_limit",
+         "the stated formula q/((1 − q)(e^c(1 − q) + q)), and row n − 1 of a long kernel",
+         "alibi_drift_limit_rel_error_vs_stated", "alibi_limit_rel_error"),
+    cite("posflow.theory.rollout:alibi_drift_limit_expr",
+         "sympy: the stated formula and 1/(e^m − 1) at c = 0",
+         "content_limit_matches_statement", "alibi_limit_is_1/(e^m-1)"),
+    cite("posflow.theory.rollout:alibi_drift_limit_dc",
+         "sympy's d/dc of the stated formula at 3 points, and its sign",
+         "d_mu_dc_rel_error_vs_sympy_diff", "d_mu_dc_negative"),
+    cite("posflow.theory.rollout:uniform_drift", "sympy: i/2", "uniform_drift_is_i/2"),
+    cite("posflow.theory.rollout:background_shift_residual",
+         "sympy: every entry of kernel(b) − kernel(0) is 0", "background_shift_zero"),
+    cite("posflow.theory.rollout:residual_drift_residual",
+         "sympy: every entry of drift(R) − λ drift(A) is 0", "residual_scales_by_lambda"),
+    cite("posflow.simulate.kernels:uniform_kernel", "the lower triangle 1/(i+1)",
+         "uniform_kernel_error_vs_formula", "uniform_drift_error"),
+    cite("posflow.simulate.kernels:alibi_kernel",
+         "the closed-form drift of its rows (and PB8's entry-by-entry softmax)",
+         "alibi_closed_form_rel_error"),
+)  # fmt: skip
+
+
 @register(
     "PB9",
     "[A, D]",
@@ -287,13 +298,25 @@ def _pb9_alibi(n, rows, n_far):
     "residual scales by λ; ALiBi μ → 1/(e^m − 1); content μ_∞(m,c), c > 0 shrinks it; "
     "background b has no effect",
     assumptions=("causal kernels",),
+    compares=_PB9_CITES,
 )
 def pb9(ctx: Context) -> Evidence:
+    """Claim PB9: the four forces as drift terms, symbolically and numerically.
+
+    sympy: ``uniform_drift``, ``alibi_drift_limit_expr`` against the stated formula,
+    ``alibi_drift_limit_dc`` negative, ``background_shift_residual`` and
+    ``residual_drift_residual`` entrywise 0. Numerically: ``alibi_drift`` and
+    ``alibi_drift_limit`` against direct sums and the stated formula, and against the drifts of
+    ``alibi_kernel`` and ``uniform_kernel``. Negative control: the relative-error judge rejects
+    one row off by one.
+    """
     ns = 4 if ctx.full else 2  # symbolic kernel size (sympy: 0.4 s at n = 2, 2.4 s at n = 4)
     n, n_far, rows, lam = 400, 20_000, (1, 7, 50, 399), 0.3
     sym = _pb9_symbolic(ns)
     err_uniform = float(np.abs(_numeric_drift(uniform_kernel(n).dense()) - np.arange(n) / 2).max())
     worst_closed, worst_limit, limits = _pb9_alibi(n, rows, n_far)
+    fp_rel = fp_tol(1e-13, "mpmath closed form vs a float loop of ≤ 399 positive terms with "
+                    f"relative rounding ≤ 2ε each: 399·2·2.2e-16 = {399 * 2 * _EPS:.1e} ≤ 1e-13")
     A = alibi_kernel(n, 0.4, 1.0).dense()
     R = (1 - lam) * np.eye(n) + lam * A
     err_res = float(np.abs(_numeric_drift(R) - lam * _numeric_drift(A)).max())
@@ -318,56 +341,16 @@ def pb9(ctx: Context) -> Evidence:
                        f"2·{n}·{n}·2.2e-16 = {2 * n * n * _EPS:.1e} ≤ 1e-11"),
                 label="max_i |μ_R(i) − λ μ_A(i)|, λ = 0.3, m = 0.4, c = 1"),
     ]  # fmt: skip
+    ms += refs.pb9_comparisons(_PB9_CASES, rows, fp_rel)
     ms.append(info("mu_infinity_m0.1_c0", limits[(0.1, 0.0)], label="μ_∞(0.1, 0) = 1/(e^0.1 − 1)"))
-    return Evidence(ms, figures=[_pb9_figure()], setup=(
+    return Evidence(ms, figures=[refs.drift_figure()], setup=(
         f"sympy on symbolic kernels (n = {ns} where finite); numeric drifts of dense kernels, n = "
         f"{n}, (m, c) ∈ {_PB9_CASES}; the limit from row {n_far - 1} of an n = {n_far} kernel."
     ))  # fmt: skip
 
 
-def _pb9_figure() -> Figure:
-    nf = 120
-    i = np.arange(1, nf)
-    K = uniform_kernel(nf).dense()
-    series = [
-        Series("causal mask: i/2", i, _numeric_drift(K)[1:], color="attention_only"),
-        Series("+ residual λ = 0.3: 0.3·i/2", i, 0.3 * _numeric_drift(K)[1:], color="residual",
-               style="--"),
-    ]  # fmt: skip
-    hl = []
-    for c, style, col in ((0.0, "-", "exact"), (3.0, ":", "residual_content"),
-                          (-3.0, "-.", "residual_content")):  # fmt: skip
-        mu = _numeric_drift(alibi_kernel(nf, 0.1, c).dense())[1:]
-        series.append(Series(f"ALiBi m = 0.1, c = {c:+g}", i, mu, color=col, style=style))
-        hl.append((float(th.alibi_drift_limit(0.1, c)), f"μ_∞(0.1, {c:+g})"))
-    return Figure(
-        "PB9_drift",
-        "the four forces as drift terms (n = 120)",
-        [Panel("drift toward token 0", "token position i", "μ(i)", series, logy=True, hlines=hl)],
-        caption="ALiBi drifts saturate at their limits μ_∞(m, c) (horizontal lines); c > 0 "
-        "lowers the limit, c < 0 raises it; the causal mask alone grows like i/2.",
-    )
-
-
 # ------------------------------------------------------------------------------------------
 # mutants: small realistic breaks each claim above must catch
-
-
-def _transposed_detector(original):
-    @functools.wraps(original)
-    def deficit(K):
-        M = np.asarray(K.dense() if hasattr(K, "dense") else K, dtype=np.float64)
-        return original(M.T)
-
-    return deficit
-
-
-def _drift_off_by_one(original):
-    @functools.wraps(original)
-    def drift(i, m, c=0.0):
-        return original(i + 1, m, c)
-
-    return drift
 
 
 add_mutant("PB8", "deficit-detector-returns-0", "posflow.simulate._monotone:monotonicity_deficit",
@@ -375,10 +358,20 @@ add_mutant("PB8", "deficit-detector-returns-0", "posflow.simulate._monotone:mono
 add_mutant("PB8", "slope-sign-flipped", "posflow.simulate.kernels:alibi_kernel",
            scaled_argument(1, -1.0, "slopes"), "ALiBi bias +m(i−j) instead of −m(i−j)")
 add_mutant("PB8", "transposed-kernel", "posflow.simulate._monotone:monotonicity_deficit",
-           _transposed_detector, "the detector reads the kernel transposed (columns as rows)")
+           refs.transposed_detector, "the detector reads the kernel transposed (columns as rows)")
+add_mutant("PB8", "deficit-judge-first-kernel-only",
+           "posflow.proofs_checks.claims.pb08_09_monotone_drift_refs:deficit_judge",
+           refs.first_kernel_judge, "the deficit judge looks at the first kernel only")
+add_mutant("PB8", "slopes-off-by-one", "posflow.simulate._alibi:alibi_slopes",
+           refs.slopes_from_zero, "textbook slopes 2^{−8h/H} (h from 0) instead of 2^{−8(h+1)/H}")
+add_mutant("PB8", "reversed-layer-order", CHAIN, reversed_layer_order(),
+           "the layer product taken as R_0 ⋯ R_{T−1} instead of R_{T−1} ⋯ R_0")
+add_mutant("PB9", "rel-judge-best-row",
+           "posflow.proofs_checks.claims.pb08_09_monotone_drift_refs:rel_judge",
+           refs.best_row_judge, "the drift judge takes the best row instead of the worst")
 add_mutant("PB9", "content-sign-in-limit", "posflow.theory._drift:alibi_drift_limit",
            scaled_argument(1, -1.0, "c"), "μ_∞(m, c) evaluated at −c")
 add_mutant("PB9", "closed-form-off-by-one", "posflow.theory._drift:alibi_drift",
-           _drift_off_by_one, "the closed-form drift μ(i) evaluated at row i + 1")
+           refs.drift_off_by_one, "the closed-form drift μ(i) evaluated at row i + 1")
 add_mutant("PB9", "kernel-content-sign", "posflow.simulate.kernels:alibi_kernel",
            scaled_argument(2, -1.0, "content"), "the kernel applies diagonal content −c")

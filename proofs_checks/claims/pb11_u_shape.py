@@ -14,6 +14,8 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
+from posflow.proofs_checks.claims import pb11_u_shape_refs as refs
+from posflow.proofs_checks.claims.pb11_u_shape_refs import u_cells as _u_cells
 from posflow.proofs_checks.kit import (
     U_DEPTHS,
     U_END_MARGIN,
@@ -21,13 +23,11 @@ from posflow.proofs_checks.kit import (
     U_MIN_DEPTH,
     Context,
     Evidence,
-    Figure,
-    Panel,
     Relaxation,
-    Series,
     Table,
     add_mutant,
     add_relaxation,
+    cite,
     close,
     exact_tol,
     fp_tol,
@@ -36,6 +36,7 @@ from posflow.proofs_checks.kit import (
     is_u,
     param_tol,
     register,
+    rejects,
     scaled_argument,
     valley,
 )
@@ -81,15 +82,9 @@ def _regime_grid(ctx):
     return n, lams, Ts, list(settings), cells
 
 
-def _u_cells(cells, depth, margin, residual=True):
-    """The U cells with λ < 1 (the claim's assumption), or with λ = 1 when ``residual=False``."""
-    return {
-        key for key, p in cells.items() if (key[1] < 1.0) == residual and is_u(p, depth, margin)
-    }
-
-
 def _pb11_references(names, cells):
-    """The profile at the reference cell against :data:`PB11_REFERENCE`, per setting."""
+    """The judge of the stored references: the profile at the reference cell against
+    :data:`PB11_REFERENCE`, per setting (p(0), p(n−1), argmin)."""
     tol = fp_tol(
         1e-11,
         "32 convex steps on n = 256 against 32 dense vector–matrix products: each entry of a "
@@ -111,6 +106,39 @@ def _pb11_references(names, cells):
     return ms
 
 
+def _edge_judges(names, cells, small, deep):
+    """Pure recency (argmin at token 0) in some setting at the smallest Σλ, and collapse (the
+    minimum at the last token) in every deep cell."""
+    recency = [nm for nm in names if int(np.argmin(cells[(nm, *small)])) == 0]
+    collapsed = all(cells[key][-1] <= cells[key].min() for key in deep)  # ties: underflow
+    return [
+        holds("recency_at_smallest_sum_lambda", bool(recency),
+              label="pure recency (argmin at token 0) at the smallest "
+              f"Σλ = {small[0] * small[1]:g} in some setting"),
+        holds("collapse_at_depth", collapsed,
+              label=f"minimum at the last token (collapse onto token 0) for λ ≥ 0.2 at "
+              f"T = {deep[-1][2]}"),
+    ]  # fmt: skip
+
+
+def _controls(n, names, cells, small, deep, tols):
+    """Negative controls: the U judges on profiles that are no U, the reference judge with the
+    last setting's profile taken at the wrong depth, the recency and collapse judges on a V."""
+    lam_r, T_r = _REF_CELL
+    wrong = dict(cells)
+    wrong[(names[-1], lam_r, T_r)] = cells[(names[-1], lam_r, 64)]
+    v = refs.SHAPES["strict_u"]
+    vs = {key: v for key in cells}
+    return [
+        *refs.u_controls(n, *tols),
+        rejects("reference_judge_control_last_setting_wrong_depth",
+                _pb11_references(names, wrong),
+                f"the last setting's profile at T = 64 instead of {T_r} (the others right)"),
+        rejects("edge_judges_control_v_profiles", _edge_judges(names, vs, small, deep),
+                "every cell a V: neither recency at the smallest Σλ nor collapse at depth"),
+    ]  # fmt: skip
+
+
 def _pb11_counts(names, cells, us):
     """Informational counts: U cells and their Σλ range per setting, U cells at λ = 1."""
     ms = []
@@ -128,6 +156,23 @@ def _pb11_counts(names, cells, us):
     return ms
 
 
+_CITES = (
+    cite("posflow.simulate.rollout:stationary_profiles",
+         "dense vector–matrix products e_{n−1}ᵀ R^T with an entry-by-entry softmax kernel, and "
+         "the stored dense references at λ = 0.1, T = 32",
+         "max_stationary_profiles_error_vs_dense", "ref_p0_bloom_c0", "ref_p_last_bloom_c2",
+         "ref_argmin_m0.05"),
+    cite("posflow.simulate.kernels:alibi_kernel",
+         "the head average of softmax_{j≤i}(c[i=j] − m_h(i−j)) built entry by entry",
+         "max_alibi_kernel_error_vs_softmax"),
+    cite("posflow.simulate.kernels:alibi_slopes", "the direct formula 2^{−8(h+1)/H}",
+         "max_alibi_slopes_error_vs_formula"),
+    cite("posflow.simulate.compare:profile_shape",
+         "constructed profiles of known shape (V, W, ramp up, ramp down)",
+         "profile_shape_misnamed"),
+)  # fmt: skip
+
+
 @register(
     "PB11",
     "[A]",
@@ -135,16 +180,21 @@ def _pb11_counts(names, cells, us):
     "below both ends (a dip of relative depth ≥ U_MIN_DEPTH with the argmin ≥ U_END_MARGIN·(n−1) "
     "from both ends); strict U (one sign change) in part of the (λ, T, m, c) plane",
     assumptions=("residual connections (λ < 1)", "finite depth"),
+    compares=_CITES,
 )
 def pb11(ctx: Context) -> Evidence:
+    """Claim PB11: a U (and a strict U) somewhere in the (λ, T, m, c) plane of ALiBi rollouts.
+
+    The grid of profiles by ``stationary_profiles`` of ``alibi_kernel`` with ``alibi_slopes``
+    (each against entry-by-entry softmax kernels and dense vector–matrix products, and the
+    reference cell against stored dense references); the U test of the kit; ``profile_shape``
+    against constructed profiles of known shape. Negative controls: flat, monotone, shallow-dip,
+    end-dip and shallow-against-the-lower-end profiles are no U; a W is no strict U; the
+    reference, recency and collapse judges reject wrong profiles.
+    """
     n, lams, Ts, names, cells = _regime_grid(ctx)
-    us = _u_cells(cells, U_MIN_DEPTH, U_END_MARGIN)
-    strict = {key for key in us if profile_shape(cells[key]) == "strict_u"}
     small = (float(lams[0]), int(Ts[0]))
-    recency = [nm for nm in names if int(np.argmin(cells[(nm, *small)])) == 0]
-    no_u_small = all((nm, *small) not in us for nm in names)
     deep = [(nm, float(lam), int(Ts[-1])) for nm in names for lam in lams if lam >= 0.2]
-    collapsed = all(cells[key][-1] <= cells[key].min() for key in deep)  # ties: underflow
     depth_tol = param_tol(
         "U_MIN_DEPTH", U_MIN_DEPTH,
         f"a U needs p(argmin) ≤ (1 − {U_MIN_DEPTH})·min(p(0), p(n−1)); [A] states no depth; "
@@ -155,23 +205,22 @@ def pb11(ctx: Context) -> Evidence:
         f"the argmin must lie ≥ ceil({U_END_MARGIN}·(n−1)) = {math.ceil(U_END_MARGIN * (n - 1))} "
         "positions from both ends; table pb11_u_sensitivity varies it",
     )  # fmt: skip
+    us = _u_cells(cells, U_MIN_DEPTH, U_END_MARGIN)
     ms = [
-        holds("u_in_plane", bool(us), depth_tol, label="a U somewhere in the (λ, T, m, c) plane"),
-        holds("strict_u_in_plane", bool(strict), margin_tol,
-              label="a strict U (one sign change, and a U) somewhere in the plane"),
-        holds("recency_at_smallest_sum_lambda", bool(recency),
-              label="pure recency (argmin at token 0) at the smallest "
-              f"Σλ = {small[0] * small[1]:g} in some setting"),
-        holds("no_u_at_smallest_sum_lambda", no_u_small,
+        refs.plane_judge("u_in_plane", cells, depth_tol,
+                         label="a U somewhere in the (λ, T, m, c) plane"),
+        refs.strict_judge("strict_u_in_plane", cells, margin_tol,
+                          label="a strict U (one sign change, and a U) somewhere in the plane"),
+        holds("no_u_at_smallest_sum_lambda", all((nm, *small) not in us for nm in names),
               label=f"no U at the smallest Σλ = {small[0] * small[1]:g}"),
-        holds("collapse_at_depth", collapsed,
-              label="minimum at the last token (collapse onto token 0) for λ ≥ 0.2 at "
-              f"T = {Ts[-1]}"),
     ]  # fmt: skip
-    ms += _pb11_references(names, cells) + _pb11_counts(names, cells, us)
+    ms += _edge_judges(names, cells, small, deep) + _pb11_references(names, cells)
+    ms += refs.routine_comparisons(n) + _controls(n, names, cells, small, deep,
+                                                  (depth_tol, margin_tol))
+    ms += _pb11_counts(names, cells, us)
     return Evidence(
         ms,
-        figures=[_pb11_figure(n, lams, Ts, names, cells)],
+        figures=[refs.regime_figure(n, lams, Ts, names, cells)],
         tables=[_pb11_sensitivity(names, cells), _pb11_valleys(n, names, cells)],
         setup=f"n = {n}; constant λ ∈ {lams.tolist()}, depths T ∈ {Ts.tolist()}; settings: "
         f"{', '.join(names)}; U: relative depth ≥ {U_MIN_DEPTH}, argmin ≥ {U_END_MARGIN}·(n−1) "
@@ -210,41 +259,6 @@ def _pb11_valleys(n, names, cells) -> Table:
          "shape"],
         rows,
     )  # fmt: skip
-
-
-def _pb11_figure(n, lams, Ts, names, cells) -> Figure:
-    cmap = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000"]
-    panels = []
-    for nm in names:
-        depth_series, loc_series = [], []
-        for col, lam in zip(cmap, lams, strict=True):
-            x = [float(lam * T) for T in Ts]
-            vs = [valley(cells[(nm, float(lam), int(T))]) for T in Ts]
-            depth_series.append(
-                Series(f"λ = {lam:g}", x, [d if away else 0.0 for _, d, away in vs],
-                       kind="line", color=col)
-            )  # fmt: skip
-            loc_series.append(
-                Series(f"λ = {lam:g}", x, [k / (n - 1) for k, _, _ in vs], kind="line", color=col)
-            )
-        panels.append(
-            Panel(f"{nm}: dip depth", "Σλ = λ·T", "relative dip depth (0: no dip away from ends)",
-                  depth_series, logx=True, hlines=[(U_MIN_DEPTH, "U_MIN_DEPTH")], ylim=(0, 1))
-        )  # fmt: skip
-        panels.append(
-            Panel(f"{nm}: argmin", "Σλ = λ·T", "argmin / (n − 1)", loc_series, logx=True,
-                  hlines=[(U_END_MARGIN, "U_END_MARGIN"), (1 - U_END_MARGIN, "1 − U_END_MARGIN")],
-                  ylim=(0, 1))
-        )  # fmt: skip
-    return Figure(
-        "PB11_regime_map",
-        f"profile valleys against total mixing Σλ, n = {n}",
-        panels,
-        caption="For each setting: the relative depth of the dip (counted only when the argmin "
-        "is away from both ends) and the argmin's location, against Σλ = λ·T. Small Σλ: the "
-        "minimum sits at token 0 (recency); large Σλ: at the last token (collapse onto token 0); "
-        "a U lies between.",
-    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -370,3 +384,13 @@ add_mutant("PB11", "content-sign-flipped", "posflow.simulate.kernels:alibi_kerne
            "the kernel applies diagonal content −c")  # fmt: skip
 add_mutant("PB11", "lambda-1%-high", "posflow.simulate._alibi:AlibiKernel._residual_step",
            _lambda_scaled_step(1.01), "each residual step mixes with 1.01·λ")  # fmt: skip
+_U = "posflow.proofs_checks.kit._u_test"
+add_mutant("PB11", "u-test-or-for-and", f"{_U}:is_u", refs.loose_is_u,
+           "the U test accepts the argmin away from the ends OR a deep dip")  # fmt: skip
+add_mutant("PB11", "valley-depth-vs-higher-end", f"{_U}:valley", refs.loose_valley,
+           "the dip depth measured against the higher end instead of the lower")  # fmt: skip
+add_mutant("PB11", "profile-shape-wiggles-as-strict", "posflow.simulate.compare:profile_shape",
+           refs.loose_profile_shape, "profile_shape calls a wiggly U (weak_u) strict")  # fmt: skip
+add_mutant("PB11", "plane-judge-depth-dropped",
+           "posflow.proofs_checks.claims.pb11_u_shape_refs:plane_judge", refs.loose_plane_judge,
+           "the plane's U judge drops the depth: any argmin away from the ends")  # fmt: skip

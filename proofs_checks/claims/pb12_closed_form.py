@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -17,7 +18,10 @@ from posflow.proofs_checks.kit import (
     Panel,
     Series,
     add_mutant,
+    at_least,
     at_most,
+    biased,
+    cite,
     close,
     exact_tol,
     fp_tol,
@@ -25,6 +29,7 @@ from posflow.proofs_checks.kit import (
     info,
     leaky_residual_step,
     register,
+    rejects,
     stat_tol,
 )
 from posflow.simulate.kernels import uniform_kernel
@@ -71,6 +76,11 @@ def _cdf_gaps(law, lam, sizes):
     return gaps
 
 
+def _gap_judges(gaps):
+    """The judge of the limit: max_x (|F_n(x) − F(x)| − Hoeffding bound) ≤ 0 at every n."""
+    return [m for m in _gap_measurements(gaps) if m.judged]
+
+
 def _gap_measurements(gaps):
     ms = []
     for Nn, (_, gap, bound) in gaps.items():
@@ -87,6 +97,112 @@ def _gap_measurements(gaps):
     return ms
 
 
+def _mc_judge(key, mean, ref, sd, N, z, label=""):
+    """The Monte Carlo judge: |mean − ref| ≤ z·sd/√N (a two-sided z interval)."""
+    se = sd / math.sqrt(N)
+    return close(key, float(mean), float(ref),
+                 stat_tol(z * se, f"{N} samples of X; standard error {se:.2e} × z = {z:.2f} "
+                          "(two-sided, family-wise level 1e-3 over 5 positions, Bonferroni; "
+                          "5 comparisons)"), label=label)  # fmt: skip
+
+
+def _mc_no_sqrt_n(original):
+    @functools.wraps(original)
+    def judge(key, mean, ref, sd, N, z, label=""):
+        return original(key, mean, ref, sd, 1, z, label)
+
+    return judge
+
+
+def _rational_rollout(n, lams):
+    """e_{n−1}ᵀ R_{T−1} ⋯ R_0 for the uniform kernel U_ij = 1/(i+1), j ≤ i, in sympy Rationals."""
+    U = sp.Matrix(n, n, lambda i, j: sp.Rational(1, i + 1) if j <= i else 0)
+    p = sp.Matrix([[0] * (n - 1) + [1]])
+    for lam in lams[::-1]:
+        p = p * ((1 - lam) * sp.eye(n) + lam * U)
+    return list(p)
+
+
+def _law_direct(lams, x):
+    """Pr(K = k) by brute force over the 2^T subsets of non-lazy layers, and at x the cdf
+    Σ_k Pr(K=k) e^{−y} Σ_{i<k} y^i/i! and the density Σ_k Pr(K=k) y^{k−1}/(k−1)!, y = −ln x."""
+    T = len(lams)
+    pk = [sp.Integer(0)] * (T + 1)
+    for bits in itertools.product((0, 1), repeat=T):
+        pk[sum(bits)] += sp.Mul(*[lam if b else 1 - lam for lam, b in zip(lams, bits, strict=True)])
+    y = -np.log(x)
+    cdf = sum(float(pk[k]) * np.exp(-y) * sum(y**i / math.factorial(i) for i in range(k))
+              for k in range(1, T + 1))  # fmt: skip
+    pdf = sum(float(pk[k]) * y ** (k - 1) / math.factorial(k - 1) for k in range(1, T + 1))
+    return pk, cdf, pdf
+
+
+def _law_comparisons(law, lam_exact, exact, numeric, se, js, N, z):
+    """influence_exact against a rational dense product, limit_law against brute force, the
+    Hoeffding bound against its integral, and the negative controls of the judges."""
+    from scipy import integrate
+
+    x = np.array([0.05, 0.3, 0.7, 0.95])
+    pk, cdf, pdf = _law_direct(lam_exact, x)
+    small = th.influence_exact(8, lam_exact)
+    ref = _rational_rollout(8, lam_exact)
+    ints = [integrate.quad(lambda y, x=x: float(law.pdf(y)) * math.exp(-2 * 3999 * (x - y) ** 2),
+                           0, 1, points=[x])[0] for x in (0.1, 0.3, 0.7, 0.95)]  # fmt: skip
+    slack = _hoeffding_bound(law, np.array([0.1, 0.3, 0.7, 0.95]), 3999) - np.array(ints)
+    one_wrong = exact.copy()
+    one_wrong[-1] += 1e-10
+    sd = se[0] * math.sqrt(N)
+    return [
+        holds("influence_exact_vs_rational_product",
+              all(sp.nsimplify(a) == b for a, b in zip(small, ref, strict=True)),
+              label="influence_exact(8, λ) = e_7ᵀ R_3⋯R_0 in sympy Rationals, entry by entry"),
+        holds("limit_law_pmf_vs_brute_force", list(law.pmf) == pk,
+              label="limit_law Pr(K = k) = the sum over the 2^4 subsets of layers, exactly"),
+        at_most("limit_law_cdf_pdf_error_vs_direct",
+                float(max(np.abs(law.cdf(x) - cdf).max(), np.abs(law.pdf(x) / pdf - 1).max())),
+                0.0, fp_tol(1e-13, "gammaincc and a 4-term float sum, xlogy/gammaln and "
+                            "y^(k−1)/(k−1)!: ≤ 20 roundings relative to values ≤ 10"),
+                label="max |limit_law cdf − direct sum|, |pdf/direct − 1| at x ∈ (0.05 … 0.95)"),
+        at_least("hoeffding_bound_minus_integral", float(slack.min()), 0.0,
+                 fp_tol(1e-12, "quad to 1.5e-8 relative of an integral ≤ 1e-4"),
+                 label="min over x of f(x − w)√(π/2N) + e^{−2Nw²} − ∫ f(y) e^{−2N(x−y)²} dy"),
+        info("hoeffding_bound_slack_max", float(slack.max())),
+        rejects("exact_judge_control_last_entry_moved",
+                _exact_judge("c", one_wrong, numeric),
+                "the closed form's last entry moved by 1e-10 (the others right)"),
+        rejects("mc_judge_control_bias_2z",
+                _mc_judge("c", biased(exact[js[0]], se[0], 2 * z), exact[js[0]], sd, N, z),
+                f"the estimate at j = {js[0]} moved by 2z = {2 * z:.1f} standard errors"),
+        rejects("gap_judge_control_one_point_twice_the_bound",
+                _gap_judges({4000: (x, np.r_[0.0, 0.0, 0.0, 1e-2], np.full(4, 5e-3))}),
+                "a cdf gap of twice the bound (1e-2 against 5e-3) at the last x only"),
+    ]  # fmt: skip
+
+
+def _exact_judge(key, exact, numeric, label=""):
+    """The judge of the closed form: max_j |exact − numeric|."""
+    return at_most(key, float(np.abs(np.asarray(exact) - numeric).max()), 0.0,
+                   fp_tol(1e-13, "exact rationals rounded once (ε·p ≤ 2.2e-16) against 4 layers "
+                          "of reversed cumulative sums of ≤ 128 terms: 4·128·2.2e-16 = 1.1e-13; "
+                          "1e-13 as the terms are ≤ 1 and most far smaller"),
+                   label=label)  # fmt: skip
+
+
+_CITES = (
+    cite("posflow.theory.rollout:influence_exact",
+         "a dense product of the uniform kernel in sympy Rationals (n = 8), and Monte Carlo "
+         "draws of X", "influence_exact_vs_rational_product", "monte_carlo_p40"),
+    cite("posflow.theory.rollout:limit_law",
+         "brute force over the 2^T subsets for Pr(K = k); direct finite sums for the cdf and "
+         "density; ∏(1 − λ_t) for the atom",
+         "limit_law_pmf_vs_brute_force", "limit_law_cdf_pdf_error_vs_direct", "atom_is_product"),
+    cite("posflow.simulate.rollout:influence", "the rational closed form rounded once",
+         "max_abs_error_exact_vs_numeric"),
+    cite("posflow.simulate.kernels:uniform_kernel", "the rational closed form (via influence)",
+         "max_abs_error_exact_vs_numeric"),
+)  # fmt: skip
+
+
 @register(
     "PB12",
     "[D, ours]",
@@ -94,8 +210,17 @@ def _gap_measurements(gaps):
     "(1−X)^{n−1−j}], X = ∏X_t; n → ∞ limit: atom ∏(1−λ_t) at 1 plus density "
     "Σ_k Pr(K=k)(−ln x)^{k−1}/(k−1)!",
     assumptions=("uniform causal kernel",),
+    compares=_CITES,
 )
 def pb12(ctx: Context) -> Evidence:
+    """Claim PB12: the Hausdorff closed form of the uniform-kernel rollout and its limit law.
+
+    ``influence_exact`` against a rational dense product and Monte Carlo draws of X;
+    ``influence`` of ``uniform_kernel`` against it; ``limit_law`` against brute force over
+    subsets and direct sums, and the discrete cdf held to a Hoeffding bound (compared with its
+    integral). Negative controls: the closed-form, Monte Carlo and gap judges reject one wrong
+    entry, a 2z bias and a gap of twice the bound at one point.
+    """
     rng = np.random.default_rng(ctx.seed + 12)
     lam_exact = [sp.Rational(1, 3), sp.Rational(1, 2), sp.Rational(1, 5), sp.Rational(3, 4)]
     lam = np.array([float(x) for x in lam_exact])
@@ -104,28 +229,21 @@ def pb12(ctx: Context) -> Evidence:
     exact = np.array([float(x) for x in th.influence_exact(n, lam_exact)])
     law = th.limit_law(lam_exact)
     numeric = influence(uniform_kernel(n), lam)
-    err_exact = float(np.abs(exact - numeric).max())
     mc, se = _monte_carlo(rng, lam, n, js, N)
     z = float(stats.norm.ppf(1 - alpha / (2 * js.size)))
     atom_ok = law.atom == sp.Mul(*[1 - x for x in lam_exact])
     gaps = _cdf_gaps(law, lam, sizes)
     ms = [
-        at_most("max_abs_error_exact_vs_numeric", err_exact, 0.0,
-                fp_tol(1e-13, "exact rationals rounded once (ε·p ≤ 2.2e-16) against 4 layers of "
-                       f"reversed cumulative sums of ≤ {n} terms: 4·{n}·2.2e-16 = "
-                       f"{4 * n * _EPS:.1e} ≤ 1e-13"),
-                label=f"max_j |p(j) closed form (rationals) − numeric rollout|, n = {n}"),
+        _exact_judge("max_abs_error_exact_vs_numeric", exact, numeric,
+                     label=f"max_j |p(j) closed form (rationals) − numeric rollout|, n = {n}"),
         holds("atom_is_product", atom_ok, exact_tol("sympy Rationals"),
               label="limit-law atom = ∏(1 − λ_t) exactly"),
     ]  # fmt: skip
     for j, m_j, s_j, e_j in zip(js, mc, se, exact[js], strict=True):
-        ms.append(
-            close(f"monte_carlo_p{j}", float(m_j), float(e_j),
-                  stat_tol(z * float(s_j), f"{N} samples of X; standard error {s_j:.2e} × "
-                           f"z = {z:.2f} (two-sided, family-wise level {alpha:g} over "
-                           f"{js.size} positions, Bonferroni)"),
-                  label=f"Monte Carlo E[C(n−1,j) X^j (1−X)^(n−1−j)] at j = {j} vs closed form")
-        )  # fmt: skip
+        ms.append(_mc_judge(f"monte_carlo_p{j}", m_j, e_j, s_j * math.sqrt(N), N, z,
+                            label=f"Monte Carlo E[C(n−1,j) X^j (1−X)^(n−1−j)] at j = {j} vs "
+                            "closed form"))  # fmt: skip
+    ms += _law_comparisons(law, lam_exact, exact, numeric, se, js, N, z)
     ms += _gap_measurements(gaps)
     ms += [info("atom", float(law.atom)), info("monte_carlo_samples", N)]
     return Evidence(
@@ -178,6 +296,14 @@ def _pb12_figure(n, numeric, exact, law, gaps) -> Figure:
 # mutants
 
 
+def _exact_drops_last_layer(original):
+    @functools.wraps(original)
+    def exact(n, lambdas, **kw):
+        return original(n, list(lambdas)[:-1], **kw)
+
+    return exact
+
+
 def _law_drops_last_layer(original):
     @functools.wraps(original)
     def law(lambdas, **kw):
@@ -188,5 +314,10 @@ def _law_drops_last_layer(original):
 
 add_mutant("PB12", "leaky-attention-branch", RESIDUAL_STEP, leaky_residual_step(1e-6),
            "the attention branch of each step loses 1e-6 of its mass")  # fmt: skip
+add_mutant("PB12", "mc-judge-drops-sqrt-n",
+           "posflow.proofs_checks.claims.pb12_closed_form:_mc_judge", _mc_no_sqrt_n,
+           "the Monte Carlo judge uses the sample sd, not sd/√N")  # fmt: skip
+add_mutant("PB12", "influence-exact-drops-a-layer", "posflow.theory._hausdorff:influence_exact",
+           _exact_drops_last_layer, "the closed form built without the last layer")  # fmt: skip
 add_mutant("PB12", "limit-law-drops-a-layer", "posflow.theory._hausdorff:limit_law",
            _law_drops_last_layer, "the limit law built without the last layer")  # fmt: skip

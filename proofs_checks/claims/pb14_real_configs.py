@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from posflow.proofs_checks.claims import pb14_real_configs_refs as refs
 from posflow.proofs_checks.kit import (
     CHAIN,
     U_DEPTHS,
@@ -19,21 +20,19 @@ from posflow.proofs_checks.kit import (
     U_MIN_DEPTH,
     Context,
     Evidence,
-    Figure,
-    Panel,
-    Series,
     Table,
     add_mutant,
     at_least,
     at_most,
+    cite,
     close,
     exact_tol,
     fp_tol,
-    holds,
     info,
     is_u,
     param_tol,
     register,
+    rejects,
     reversed_layer_order,
     scaled_argument,
     valley,
@@ -150,6 +149,35 @@ def _pb14_tols():
     return p_tol, mean_tol, a_tol, u_tol
 
 
+def _a_judge(key, a, tol, label=""):
+    """The judge of (a): the mass off token 0 is at most PB14_A_MAX_OFF."""
+    return at_most(key, float(np.sum(a[1:])), 0.0, tol, label=label)
+
+
+def _recency_judge(key, mean_c, mean_b, label=""):
+    """The judge of (c): content moves the mean position toward recent tokens (no slack)."""
+    return at_least(key, mean_c - mean_b, 0.0, label=label, unit="positions")
+
+
+def _controls(profiles, tols):
+    """Negative controls: the U judge on profiles that are no U, the (a) judge on a (b)
+    profile, the recency judge with (b) and (c) swapped, and falcon's profiles judged against
+    mpt-7b's stored references."""
+    a, b, cs = profiles["falcon-rw-7b"]
+    c = cs["fineweb-edu"]
+    return [
+        *refs.u_controls(tols[3]),
+        rejects("a_judge_control_residual_profile", _a_judge("c", b, tols[2]),
+                "falcon's (b) profile (residual) judged as (a): most of its mass is off token 0"),
+        rejects("recency_judge_control_swapped",
+                _recency_judge("c", mean_position(b), mean_position(c)),
+                "falcon's (b) and (c) profiles swapped"),
+        rejects("reference_judge_control_other_model",
+                [m for m in _model_measurements("mpt-7b", a, b, tols) if "_ref_" in m.key],
+                "falcon-rw-7b's (a), (b) profiles against mpt-7b's stored references"),
+    ]  # fmt: skip
+
+
 def _model_measurements(model, a, b, tols):
     """(a), (b) and the diagonal bound of one model against its stored reference."""
     p_tol, _, a_tol, u_tol = tols
@@ -160,12 +188,11 @@ def _model_measurements(model, a, b, tols):
     logd = diagonal(K, cfg.lambdas, log=True)
     log_bound = float(np.log1p(-cfg.lambdas * np.max(1 - K.diagonal())).sum())
     return [
-        at_most(f"a_off_token0_{model}", float(a[1:].sum()), 0.0, a_tol,
-                label=f"(a) mass off token 0, {model}"),
+        _a_judge(f"a_off_token0_{model}", a, a_tol, label=f"(a) mass off token 0, {model}"),
         close(f"a_p0_ref_{model}", float(a[0]), ref["a_p0"], p_tol,
               label=f"(a) p(0) vs stored reference, {model}"),
-        holds(f"b_u_{model}", is_u(b), u_tol,
-              label=f"(b) U-shaped (argmin {k}, relative depth {depth:.3f}), {model}"),
+        refs.u_judge(f"b_u_{model}", b, u_tol,
+                     label=f"(b) U-shaped (argmin {k}, relative depth {depth:.3f}), {model}"),
         close(f"b_p0_ref_{model}", float(b[0]), ref["b_p0"], p_tol,
               label=f"(b) p(0) vs stored reference, {model}"),
         close(f"b_plast_ref_{model}", float(b[-1]), ref["b_plast"], p_tol,
@@ -190,9 +217,8 @@ def _content_measurements(model, b, cs, tols, rows):
         c0, cmean = PB14_REFERENCE[model]["c"][ds]
         mc = mean_position(c)
         ms += [
-            at_least(f"c_recency_{model}_{ds}", mc - mb, 0.0,
-                     label=f"(c) mean position − (b) mean position, {model}, {ds}",
-                     unit="positions"),
+            _recency_judge(f"c_recency_{model}_{ds}", mc, mb,
+                           label=f"(c) mean position − (b) mean position, {model}, {ds}"),
             close(f"c_p0_ref_{model}_{ds}", float(c[0]), c0, p_tol,
                   label=f"(c) p(0) vs stored reference, {model}, {ds}"),
             close(f"c_mean_ref_{model}_{ds}", mc, cmean, mean_tol,
@@ -201,6 +227,30 @@ def _content_measurements(model, b, cs, tols, rows):
         kc, dc, _ = valley(c)
         rows.append([model, ds, float(c[0]), float(c[-1]), kc, dc, is_u(c), mc, mb])
     return ms
+
+
+_CITES = (
+    cite("posflow.simulate.measured:profile",
+         "stored dense references, and a live dense rollout (entry-by-entry softmax kernels, "
+         "dense vector–matrix products) from the raw JSON",
+         "a_p0_ref_bloom", "b_p0_ref_mpt-7b", "c_mean_ref_bloom-7b1_dclm",
+         "max_profile_error_vs_dense_rollout", "max_content_profile_error_vs_dense"),
+    cite("posflow.simulate.measured:config", "the raw JSON read with gzip + json",
+         "max_config_error_vs_raw_json"),
+    cite("posflow.simulate.measured:models", "the five models [A] names",
+         "models_are_the_five_of_A"),
+    cite("posflow.simulate.kernels:alibi_kernel", "entry-by-entry softmax kernels",
+         "max_alibi_kernel_error_vs_softmax"),
+    cite("posflow.simulate.rollout:influence",
+         "a dense rollout with the falcon slopes m_h/8, and the stored reference",
+         "max_influence_error_falcon_logit_vs_dense", "falcon_logit_p0_ref"),
+    cite("posflow.simulate.rollout:diagonal", "the diagonal of a dense product R_{L−1} ⋯ R_0",
+         "max_diagonal_rel_error_vs_dense"),
+    cite("posflow.simulate.compare:mean_position", "the direct sum Σ_j j p(j)",
+         "max_mean_position_error_vs_sum", "c_mean_ref_mpt-7b_wikipedia"),
+    cite("posflow.simulate.compare:w1_normalised", "the direct sum Σ_k |F_p(k) − F_q(k)|/(n−1)",
+         "w1_normalised_error_vs_cdf_sum"),
+)  # fmt: skip
 
 
 @register(
@@ -212,8 +262,17 @@ def _content_measurements(model, b, cs, tols, rows):
     "U_END_MARGIN·(n−1) from both ends); (c) content moves mass toward recent tokens (on "
     "fineweb-edu, dclm and wikipedia); min_i P_ii = ∏(1 − λ_t δ_t)",
     assumptions=("released λ_t and content",),
+    compares=_CITES,
 )
 def pb14(ctx: Context) -> Evidence:
+    """Claim PB14: (a), (b), (c) and min_i P_ii for the five released ALiBi models.
+
+    ``measured.profile`` with ``measured.config`` against stored references and a live dense
+    rollout from the raw JSON; ``alibi_kernel``, ``influence`` and ``diagonal`` against
+    entry-by-entry softmax kernels and dense products; ``mean_position`` and ``w1_normalised``
+    against direct sums. Negative controls: flat, monotone, shallow-dip and end-dip profiles are
+    no U; the (a), recency and reference judges reject wrong profiles.
+    """
     tols = _pb14_tols()
     ms, profiles, rows = [], {}, []
     for model in measured.models():
@@ -223,12 +282,12 @@ def pb14(ctx: Context) -> Evidence:
         profiles[model] = (a, b, cs)
         ms += _model_measurements(model, a, b, tols)
         ms += _content_measurements(model, b, cs, tols, rows)
-    conv_rows, conv = _slope_conventions(profiles)
-    ms += conv
+    conv_rows, conv, b8 = _slope_conventions(profiles)
+    ms += conv + refs.routine_comparisons(profiles, b8) + _controls(profiles, tols)
     ms.append(info("models", len(profiles)))
     return Evidence(
         ms,
-        figures=[_pb14_figure(profiles)],
+        figures=[refs.profiles_figure(profiles)],
         tables=[
             Table("pb14_c_profiles", "PB14 (c): residual + content on three corpora",
                   ["model", "corpus", "p(0)", "p(n−1)", "argmin", "relative depth", "U",
@@ -276,7 +335,7 @@ def _slope_conventions(profiles):
     rows.append(["bloom", "HF slopes", float(bh[0]), kh, dh, is_u(bh), w1_normalised(bb, bh)])
     ms.append(info("bloom_hf_p0", float(bh[0]), label="bloom (b) with HF slopes: p(0)"))
     ms.append(info("bloom_hf_argmin", kh, label="bloom (b) with HF slopes: argmin"))
-    return rows, ms
+    return rows, ms, b8
 
 
 def _a_sensitivity(profiles) -> Table:
@@ -308,29 +367,6 @@ def _u_sensitivity(profiles) -> Table:
     )
 
 
-def _pb14_figure(profiles) -> Figure:
-    panels = []
-    for model, (a, b, cs) in profiles.items():
-        j = np.arange(a.size)
-        k, _, _ = valley(b)
-        series = [
-            Series("(a) attention only", j, np.maximum(a, 1e-12), color="attention_only"),
-            Series("(b) residual", j, b, color="residual"),
-        ]
-        for ds, style in zip(cs, ("-", "--", ":"), strict=False):
-            series.append(Series(f"(c) + content, {ds}", j, cs[ds], color="residual_content",
-                                 style=style))  # fmt: skip
-        panels.append(Panel(model, "token position j", "p(j)", series, logy=True,
-                            vlines=[(k, f"(b) argmin {k}")], ylim=(1e-6, 1.5)))  # fmt: skip
-    return Figure(
-        "PB14_real_models",
-        "predicted influence profiles of five ALiBi LLMs (n = 256)",
-        panels,
-        caption="(a) λ ≡ 1, (b) measured fineweb-edu λ, (c) per-corpus λ and per-head content on "
-        "fineweb-edu, dclm and wikipedia; the vertical line marks the (b) argmin.",
-    )
-
-
 # ------------------------------------------------------------------------------------------
 # mutants
 
@@ -342,3 +378,15 @@ add_mutant("PB14", "reversed-layer-order", CHAIN, reversed_layer_order(),
 add_mutant("PB14", "content-sign-flipped", "posflow.simulate.kernels:alibi_kernels",
            scaled_argument(2, -1.0, "content"),
            "the kernel applies diagonal content −c")  # fmt: skip
+
+
+add_mutant("PB14", "u-test-or-for-and", "posflow.proofs_checks.kit._u_test:is_u",
+           refs.loose_is_u, "the U test accepts the argmin away from the ends OR "
+           "a deep dip")  # fmt: skip
+add_mutant("PB14", "u-judge-or-for-and",
+           "posflow.proofs_checks.claims.pb14_real_configs_refs:u_judge", refs.loose_u_judge,
+           "the (b) U judge of PB14 with or for and")  # fmt: skip
+add_mutant("PB14", "config-lambdas-float32", "posflow.simulate.measured:config",
+           refs.float32_lambdas,
+           "the released λ_t rounded through float32")  # fmt: skip
+

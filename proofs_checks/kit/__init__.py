@@ -15,9 +15,11 @@ module                      what it holds
                             :func:`at_most`, :func:`at_least`, :func:`holds`, :func:`info`,
                             :func:`undecided`, the tolerance constructors)
 ``_mutants``                :func:`add_mutant`, :func:`mutated`, :func:`kill_table` (mutants
-                            live in the same registry as the claims they must break)
+                            live in the same registry as the claims they must break);
+                            :func:`counting`/:func:`cited_calls` (call counters on the routines
+                            a claim cites, patched like mutants)
 ``_cites``                  :func:`cite` (the routines a check compares with an independent
-                            reference, listed by ``posflow claims``), :func:`cited_calls`
+                            reference, listed by ``posflow claims``)
 ``_controls``               :func:`rejects` (negative controls: a judge run on known-wrong
                             inputs must reject them, inside the verdict), :func:`biased`
 ``_lock``                   the verdict lock (``expected.toml``): :func:`expectation`,
@@ -65,7 +67,7 @@ from posflow.proofs_checks.kit._breaks import (
 )
 from posflow.proofs_checks.kit._catalog import SOURCES, anchor, to_markdown
 from posflow.proofs_checks.kit._catalog import records as catalog_records
-from posflow.proofs_checks.kit._cites import Cite, cite, cited_calls, counting
+from posflow.proofs_checks.kit._cites import Cite, cite
 from posflow.proofs_checks.kit._controls import biased, rejects
 from posflow.proofs_checks.kit._counterexamples import (
     SearchResult,
@@ -123,7 +125,9 @@ from posflow.proofs_checks.kit._mutants import (
     Mutant,
     add_mutant,
     all_mutants,
+    cited_calls,
     clear_caches,
+    counting,
     kill_table,
     mutants_of,
     mutated,

@@ -17,8 +17,9 @@ Three rules make a citation mean something, and each is enforced:
 
 - :func:`~posflow.proofs_checks.kit.run_claim` turns a check whose evidence lacks a cited key, or
   holds it only as an unjudged ``info`` value, into an ERROR (a comparison cannot silently vanish);
-- :func:`cited_calls` runs a check with every cited routine wrapped in a call counter (patched like
-  a mutant, every binding in posflow's modules); the test suite asserts each is called;
+- :func:`~posflow.proofs_checks.kit.cited_calls` runs a check with every cited routine wrapped in
+  a call counter (patched like a mutant, every binding in posflow's modules); the test suite
+  asserts each is called;
 - the routines a check's docstring names in double back-quotes are cited (a test reads them).
 
 ``posflow claims ID`` lists the citations, so a reader sees what each verdict compares.
@@ -26,11 +27,9 @@ Three rules make a citation mean something, and each is enforced:
 
 from __future__ import annotations
 
-import functools
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-__all__ = ["Cite", "cite", "cited_calls", "counting", "missing_cited_keys"]
+__all__ = ["Cite", "cite", "missing_cited_keys"]
 
 
 @dataclass(frozen=True)
@@ -83,48 +82,3 @@ def missing_cited_keys(compares, evidence) -> list[str]:
             if m is None or not (m.judged or m.test == "undecided"):
                 out.append(f"{c.name}: {k}" + (" (not judged)" if m is not None else ""))
     return out
-
-
-def _counter(counts, routine):
-    def make(original):
-        @functools.wraps(original)
-        def counted(*args, **kwargs):
-            counts[routine] += 1
-            return original(*args, **kwargs)
-
-        return counted
-
-    return make
-
-
-@contextmanager
-def counting(claim):
-    """Within the block, every routine ``claim`` cites is wrapped in a call counter; yields the
-    ``{routine: calls}`` dict the wrappers fill in.
-
-    The routines are patched like mutants (:func:`~posflow.proofs_checks.kit.mutated`), so copies
-    bound by ``from … import`` are counted too; the wrappers compute exactly what the originals
-    do. Cited routines must be functions (a class would lose ``isinstance``).
-    """
-    from posflow.proofs_checks.kit._mutants import Mutant, mutated
-
-    counts = {c.routine: 0 for c in claim.compares}
-    with ExitStack() as stack:
-        for routine in counts:
-            stack.enter_context(mutated(Mutant("count", routine, _counter(counts, routine), "")))
-        yield counts
-
-
-def cited_calls(claim, ctx=None) -> dict[str, int]:
-    """Run ``claim``'s check with every cited routine wrapped in a call counter.
-
-    Returns ``{routine: number of calls}`` (0 for a cited routine the check never runs).
-    Raises RuntimeError when the check crashes.
-    """
-    from posflow.proofs_checks.kit._registry import Context, run_claim
-
-    with counting(claim) as counts:
-        res = run_claim(claim, ctx or Context())
-    if res.error:
-        raise RuntimeError(f"{claim.id} failed while counting cited calls: {res.error}")
-    return dict(counts)

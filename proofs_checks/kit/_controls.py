@@ -42,6 +42,10 @@ def _accepted(judged) -> bool:
         return bool(judged.passed)
     if isinstance(judged, bool):
         return judged
+    if isinstance(judged, str):  # a verdict (kit.decide): only HOLDS accepts
+        if judged not in ("HOLDS", "FAILS", "INCONCLUSIVE"):
+            raise ValueError(f"a verdict must be HOLDS, FAILS or INCONCLUSIVE; got {judged!r}")
+        return judged == "HOLDS"
     if isinstance(judged, list | tuple):
         if not judged:
             raise ValueError("a negative control needs at least one judged outcome")
@@ -49,8 +53,8 @@ def _accepted(judged) -> bool:
     if hasattr(judged, "status"):  # a Decision or Evidence: only HOLDS accepts
         return judged.status == "HOLDS"
     raise TypeError(
-        "judged must be a Measurement, a bool (the judge accepted), a Decision/Evidence or a list "
-        f"of them; got {type(judged).__name__}"
+        "judged must be a Measurement, a bool (the judge accepted), a verdict, a Decision/Evidence "
+        f"or a list of them; got {type(judged).__name__}"
     )
 
 
@@ -61,10 +65,10 @@ def rejects(key: str, judged, wrong: str, *, label: str = "") -> Measurement:
     ----------
     key : str
         Measurement key (by convention ``<judge>_control_<what is wrong>``).
-    judged : Measurement, bool, Decision, Evidence or list of them
+    judged : Measurement, bool, verdict string, Decision, Evidence or list of them
         What the judge said about the wrong input: a judged Measurement (rejected when it fails),
-        a bool (True = accepted), anything with a ``status`` (rejected unless HOLDS), or a list
-        (rejected when any element rejects).
+        a bool (True = accepted), a verdict such as :func:`kit.decide` returns or anything with a
+        ``status`` (rejected unless HOLDS), or a list (rejected when any element rejects).
     wrong : str
         How the input is wrong, in words (shown in the report).
 

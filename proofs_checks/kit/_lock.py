@@ -78,10 +78,11 @@ def expectation(cid: str) -> Expectation:
 
 def lock_mismatches(results, size: str) -> list[str]:
     """One line per result whose status differs from its expectation at ``size`` (an ERROR
-    always differs): ``"PB3: HOLDS expected, got FAILS"``."""
+    always differs): ``"PB3: HOLDS expected, got FAILS"``. The expectation is the one the result
+    recorded when it ran (``Result.expected``), else the lock's."""
     out = []
     for r in results:
-        want = expectation(r.claim.id).at(size)
+        want = getattr(r, "expected", "") or expectation(r.claim.id).at(size)
         if r.status != want:
             out.append(f"{r.claim.id}: {want} expected, got {r.status}")
     return out

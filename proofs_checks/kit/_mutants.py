@@ -13,13 +13,24 @@ registered mutant is killed.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
-__all__ = ["Kill", "Mutant", "add_mutant", "all_mutants", "kill_table", "mutants_of", "mutated"]
+__all__ = [
+    "Kill",
+    "Mutant",
+    "add_mutant",
+    "all_mutants",
+    "cited_calls",
+    "counting",
+    "kill_table",
+    "mutants_of",
+    "mutated",
+]
 
 
 @dataclass(frozen=True)
@@ -210,3 +221,49 @@ def kill_table(ids=None, *, size: str = "quick", seed: int = 0, progress=None) -
                 progress(claim.id, m.name)
             rows.append(run_mutant(claim, m, ctx, base))
     return rows
+
+
+# -- call counters on cited routines (kit.cite), patched like mutants ----------------------
+
+
+def _counter(counts, routine):
+    def make(original):
+        @functools.wraps(original)
+        def counted(*args, **kwargs):
+            counts[routine] += 1
+            return original(*args, **kwargs)
+
+        return counted
+
+    return make
+
+
+@contextmanager
+def counting(claim):
+    """Within the block, every routine ``claim`` cites is wrapped in a call counter; yields the
+    ``{routine: calls}`` dict the wrappers fill in.
+
+    The routines are patched like mutants (:func:`~posflow.proofs_checks.kit.mutated`), so copies
+    bound by ``from … import`` are counted too; the wrappers compute exactly what the originals
+    do. Cited routines must be functions (a class would lose ``isinstance``).
+    """
+    counts = {c.routine: 0 for c in claim.compares}
+    with ExitStack() as stack:
+        for routine in counts:
+            stack.enter_context(mutated(Mutant("count", routine, _counter(counts, routine), "")))
+        yield counts
+
+
+def cited_calls(claim, ctx=None) -> dict[str, int]:
+    """Run ``claim``'s check with every cited routine wrapped in a call counter.
+
+    Returns ``{routine: number of calls}`` (0 for a cited routine the check never runs).
+    Raises RuntimeError when the check crashes.
+    """
+    from posflow.proofs_checks.kit._registry import Context, run_claim
+
+    with counting(claim) as counts:
+        res = run_claim(claim, ctx or Context())
+    if res.error:
+        raise RuntimeError(f"{claim.id} failed while counting cited calls: {res.error}")
+    return dict(counts)
