@@ -302,9 +302,13 @@ class Evidence:
     figures, tables : sequences of Figure, Table
     setup : str
         What was run (sizes, sample counts, seeds) — a description, never a verdict.
+    absent : sequence of str
+        Optional inputs the check could not use here (``"torch"``, ``"smollm2-135m"``): the
+        verdict lock then expects the claim's ``absent`` verdict (INCONCLUSIVE unless recorded
+        otherwise), since the evidence lacks what the full verdict needs.
     """
 
-    def __init__(self, measurements, *, figures=(), tables=(), setup: str = ""):
+    def __init__(self, measurements, *, figures=(), tables=(), setup: str = "", absent=()):
         ms = list(measurements)
         for m in ms:
             if not isinstance(m, Measurement):
@@ -319,6 +323,9 @@ class Evidence:
         self.figures = list(figures)
         self.tables = list(tables)
         self.setup = setup
+        if isinstance(absent, str) or not all(isinstance(a, str) and a for a in absent):
+            raise TypeError(f"absent must be a sequence of non-empty names; got {absent!r}")
+        self.absent = tuple(absent)
         self.figure_paths: list[str] = []  # filled in by the report when it draws the figures
 
     # -- derived -----------------------------------------------------------------------------
@@ -383,6 +390,7 @@ class Evidence:
             "tables": [t.as_json() for t in self.tables],
             "figures": [f.as_json() for f in self.figures],
             "figure_paths": list(self.figure_paths),
+            **({"absent": list(self.absent)} if self.absent else {}),
         }
 
     @classmethod
@@ -392,6 +400,7 @@ class Evidence:
             figures=[Figure.from_json(f) for f in d.get("figures", [])],
             tables=[Table.from_json(t) for t in d.get("tables", [])],
             setup=d.get("setup", ""),
+            absent=tuple(d.get("absent", ())),
         )
         ev.figure_paths = list(d.get("figure_paths", []))
         return ev

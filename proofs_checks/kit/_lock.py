@@ -9,8 +9,10 @@ expected to HOLD, the verdict it reaches and why — like pytest's ``xfail``:
     PB17 = { verdict = "INCONCLUSIVE", full = "HOLDS", reason = "…" }
 
 Every claim not listed is expected to HOLD. ``full`` (or ``quick``) overrides the verdict for one
-size. ``posflow verify`` exits 0 when every verdict equals its expectation and 1 when any differs
-or a check errors; the report shows the expectation beside each verdict.
+size. A check whose evidence declares an optional input absent (``Evidence.absent``: torch, or a
+model that is not installed) is expected INCONCLUSIVE, or the entry's ``absent`` verdict.
+``posflow verify`` exits 0 when every verdict equals its expectation and 1 when any differs or a
+check errors; the report shows the expectation beside each verdict.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from posflow.proofs_checks.kit._evidence import HOLDS, STATUSES
+from posflow.proofs_checks.kit._evidence import HOLDS, INCONCLUSIVE, STATUSES
 
 __all__ = ["Expectation", "expectation", "expectations", "lock_mismatches"]
 
@@ -35,11 +37,16 @@ class Expectation:
     quick: str = HOLDS
     full: str = HOLDS
     reason: str = ""
+    absent: str = INCONCLUSIVE
+    """The verdict when the evidence declares an optional input absent."""
 
-    def at(self, size: str) -> str:
-        """The expected verdict at ``size`` ("quick" or "full")."""
+    def at(self, size: str, absent=()) -> str:
+        """The expected verdict at ``size`` ("quick" or "full"); the ``absent`` verdict when the
+        evidence declares optional inputs ``absent``."""
         if size not in ("quick", "full"):
             raise ValueError(f"size must be 'quick' or 'full'; got {size!r}")
+        if absent:
+            return self.absent
         return self.quick if size == "quick" else self.full
 
 
@@ -49,18 +56,19 @@ def _parse(table: dict, source: str) -> dict[str, Expectation]:
         where = f"{source}: {cid}"
         if not isinstance(entry, dict):
             raise ValueError(f"{where} must be an inline table {{ verdict = …, reason = … }}")
-        unknown = set(entry) - {"verdict", "quick", "full", "reason"}
+        unknown = set(entry) - {"verdict", "quick", "full", "reason", "absent"}
         if unknown:
             raise ValueError(f"{where} has unknown keys {sorted(unknown)}")
         verdict = entry.get("verdict", HOLDS)
         quick, full = entry.get("quick", verdict), entry.get("full", verdict)
-        for v in (verdict, quick, full):
+        absent = entry.get("absent", INCONCLUSIVE)
+        for v in (verdict, quick, full, absent):
             if v not in STATUSES:
                 raise ValueError(f"{where}: verdict must be one of {STATUSES}; got {v!r}")
         reason = entry.get("reason", "")
         if (quick != HOLDS or full != HOLDS) and not str(reason).strip():
             raise ValueError(f"{where}: an expected {quick}/{full} needs a reason")
-        out[cid] = Expectation(cid, quick, full, str(reason))
+        out[cid] = Expectation(cid, quick, full, str(reason), absent)
     return out
 
 

@@ -10,7 +10,8 @@ __all__ = ["no_torch", "optional_torch"]
 def no_torch() -> Evidence:
     """The evidence of a model claim when torch is not installed (the verdict: INCONCLUSIVE)."""
     return Evidence(
-        [undecided("torch", "not installed", "the models run on torch, which is not installed")]
+        [undecided("torch", "not installed", "the models run on torch, which is not installed")],
+        absent=("torch",),
     )
 
 

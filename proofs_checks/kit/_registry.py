@@ -259,6 +259,9 @@ def run_claim(claim: Claim, ctx: Context) -> Result:
         missing = missing_cited_keys(claim.compares, ev)
         if missing:
             raise ValueError(f"{claim.id} cites comparisons its evidence lacks: {missing}")
+        if ev.absent:
+            lock = {"expected": exp.at(ctx.size, ev.absent),
+                    "expected_reason": f"{', '.join(ev.absent)} absent here"}  # fmt: skip
         return Result(claim, ev.status, ev, time.perf_counter() - t0, timing=label, **lock)
     except Exception as exc:
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
