@@ -70,3 +70,31 @@ def test_uniform_influence_sanity():
     # the uniform kernel's one-layer influence is the last row of the Cesàro matrix
     p = influence(uniform_kernel(5), [1.0])
     np.testing.assert_allclose(p, np.full(5, 0.2))
+
+
+# -- issue 23: cited routines, negative controls of the judges, new mutants ------------------
+
+
+def _killed(results, cid, name):
+    from posflow.proofs_checks.kit import Context, get_claim
+    from posflow.proofs_checks.kit import _mutants as mut
+
+    (m,) = [m for m in mut.mutants_of(cid) if m.name == name]
+    kill = mut.run_mutant(get_claim(cid), m, Context(), results[cid])
+    return kill.status == "FAILS" and kill.killed
+
+
+def test_pb5_pb7_dense_comparisons_and_controls(results):
+    ev5, ev7 = results["PB5"].evidence, results["PB7"].evidence
+    assert ev5["rollout_matrix_vs_dense_product"].value <= 1e-12
+    assert ev7["max_error_vs_dense_product"].value <= 1e-12
+    for ev in (ev5, ev7):
+        c = ev["dense_judge_control_one_entry_wrong"]
+        assert c.role == "control" and c.passed
+
+
+@pytest.mark.parametrize(("cid", "name"), [
+    ("PB5", "judge-self-comparison"), ("PB7", "judge-self-comparison"),
+    ("PB7", "judge-first-rollout-only")])  # fmt: skip
+def test_pb5_pb7_new_mutants_are_killed(results, cid, name):
+    assert _killed(results, cid, name)

@@ -35,3 +35,30 @@ def test_pb6_classifier_rule():
     assert _classify([1.1, 0.9], 1) == "no collapse"
     assert _classify([1.5, 1.1], 1) is None  # 1.1 − 0.4 < 1 ≤ 1.1
     assert _classify([1.5, 1.1], 0) == "collapse"
+
+
+# -- issue 23: cited routines, negative controls of the judges, new mutants ------------------
+
+
+def _killed(results, cid, name):
+    from posflow.proofs_checks.kit import Context, get_claim
+    from posflow.proofs_checks.kit import _mutants as mut
+
+    (m,) = [m for m in mut.mutants_of(cid) if m.name == name]
+    kill = mut.run_mutant(get_claim(cid), m, Context(), results[cid])
+    return kill.status == "FAILS" and kill.killed
+
+
+def test_pb6_classifier_on_known_series(results):
+    ev = results["PB6"].evidence
+    for b in (0.8, 0.9, 1.3, 2):
+        assert ev[f"classifier_known_series_b{b:g}"].passed
+        assert ev[f"match_judge_control_series_b{b:g}"].role == "control"
+        assert ev[f"match_judge_control_series_b{b:g}"].passed
+    assert ev["summability_test_known_series"].passed
+    assert ev["influence_vs_dense_product"].value <= 3e-12
+
+
+@pytest.mark.parametrize("name", ["judge-accepts-any-decision", "classifier-flipped"])
+def test_pb6_new_mutants_are_killed(results, name):
+    assert _killed(results, "PB6", name)

@@ -11,10 +11,13 @@ imports these modules (and only these) when the registry is first read.
 
 MODULES = (
     "pb01_02_diagonal_identity",
+    "pb01_02_diagonal_identity_refs",
     "pb03_diagonal_bound",
     "pb04_no_collapse",
     "pb05_07_collapse_rates",
+    "pb05_07_collapse_rates_refs",
     "pb06_dichotomy",
+    "pb06_dichotomy_refs",
     "pb08_09_monotone_drift",
     "pb08_09_monotone_drift_refs",
     "pb10_13_edges_w1",

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import sympy as sp
 
+from posflow.proofs_checks.claims import pb05_07_collapse_rates_refs as refs
 from posflow.proofs_checks.kit import (
     CHAIN,
     DENSE_APPLY,
@@ -25,6 +26,7 @@ from posflow.proofs_checks.kit import (
     add_mutant,
     at_least,
     at_most,
+    cite,
     close,
     fp_tol,
     holds,
@@ -36,6 +38,7 @@ from posflow.proofs_checks.kit import (
     quiet_log,
     random_causal,
     register,
+    rejects,
     reversed_layer_order,
     swapped_residual_weights,
     transposed_dense_apply,
@@ -47,23 +50,12 @@ from posflow.theory import rollout as th
 _EPS = float(np.finfo(np.float64).eps)  # 2.2e-16
 
 
-def _finite_max_abs(ys) -> float:
-    return max((abs(y) for y in ys if math.isfinite(y)), default=0.0)
-
-
 def _off_token0(P):
     """For the rows i ≥ 1 of a rollout matrix (or a profile): 1 − P[i,0], Σ_{j≥1} P[i,j] and the
     worst |row sum − 1|."""
     P = np.atleast_2d(P)
     rows = P[1:] if P.shape[0] > 1 else P
     return 1.0 - rows[:, 0], rows[:, 1:].sum(axis=1), float(np.abs(P.sum(axis=1) - 1).max())
-
-
-def _ls_weights(x):
-    """Least-squares slope weights w (slope = Σ w_k y_k) for abscissae x."""
-    x = np.asarray(x, dtype=float)
-    d = x - x.mean()
-    return d / (d @ d)
 
 
 def _uniform_truncation(n, lam, T):
@@ -91,10 +83,10 @@ def _exponential_rate(K, n, lam, points=8):
     for _ in Ts:
         ys.append(quiet_log(p[1:].sum()))
         p = p @ M
-    w = _ls_weights(Ts)
+    w = refs.ls_weights(Ts)
     trunc = _uniform_truncation(n, lam, T_a)
     rel = (n + 4) * (int(Ts[-1]) + 1) * _EPS  # nonnegative arithmetic: relative error per entry
-    rel += _finite_max_abs(ys) * _EPS  # the log's own rounding
+    rel += refs.finite_max_abs(ys) * _EPS  # the log's own rounding
     tol = float(np.abs(w).sum() * (rel + 2 * trunc))
     reason = (
         f"Σ|w_k|·(rounding + truncation) = {np.abs(w).sum():.3g}·({rel:.2g} + 2·{trunc:.1g}): "
@@ -123,11 +115,11 @@ def _polynomial_exponent(T_lo, T_hi, points=8):
         prev = int(T)
         _, off, _ = _off_token0(P)
         ys.append(quiet_log(off[-1]))
-    w = _ls_weights(np.log(Ts))
+    w = refs.ls_weights(np.log(Ts))
     L = -(1 - a) * np.log1p(a / Ts)  # log of Wendel's lower factor, ≤ 0
     lo = (a - 1) + float(np.minimum(w * L, 0).sum())
     hi = (a - 1) + float(np.maximum(w * L, 0).sum())
-    rel = 8 * int(Ts[-1]) * _EPS + _finite_max_abs(ys) * _EPS
+    rel = 8 * int(Ts[-1]) * _EPS + refs.finite_max_abs(ys) * _EPS
     return float(w @ np.array(ys)), lo, hi, float(np.abs(w).sum() * rel), Ts
 
 
@@ -251,6 +243,16 @@ def _pb5_rates(U, n, full):
     "collapse onto token 0 when Σλ_t = ∞ and A_t[i,0] ≥ ε: 1 − P[i,0] ≤ exp(−ε Σλ_t); "
     "exponential rate for constant λ, polynomial T^{−ελ0} for λ_t = λ0/(t+1)",
     assumptions=("A_t[i,0] ≥ ε > 0 for every i, t",),
+    compares=(
+        cite("posflow.simulate.rollout:rollout_matrix",
+             "a dense NumPy product R_29⋯R_0 (every entry)", "rollout_matrix_vs_dense_product"),
+        cite("posflow.simulate.rollout:influence",
+             "the exact Hausdorff profile of the uniform kernel in rationals",
+             "uniform_lambda0.2_offmass_vs_exact", "uniform_harmonic0.5_offmass_vs_exact"),
+        cite("posflow.theory.rollout:power_decay_collapses",
+             "the p-series rule (constant and harmonic schedules diverge)",
+             "symbolic_collapse_lambda1", "symbolic_collapse_harmonic0.5"),
+    ),
 )
 @quiet
 def pb5(ctx: Context) -> Evidence:
@@ -263,12 +265,25 @@ def pb5(ctx: Context) -> Evidence:
     Ts = [1, 3, 10, 30, 100, 300, 1000] if ctx.full else [1, 3, 10, 30, 100, 300]
     T_top = Ts[-1]
     worst, rows = _pb5_rollouts(kernels, Ts, n)
+    pairs = [(rollout_matrix(K, sched(30)), refs.dense_power(K, sched(30)))
+             for K in kernels.values() for sched, _, _ in _SCHEDULES.values()]  # fmt: skip
     ms = [
         holds(f"symbolic_collapse_{tag}", th.power_decay_collapses(*key) is True,
               label=f"theory.collapses says Σλ_t = ∞ for {sname}")
         for sname, (_, key, tag) in _SCHEDULES.items()
     ]  # fmt: skip
     ms += _pb5_bounds(*worst, T_top, n)
+    tol30 = fp_tol(2 * 30 * (n + 4) * _EPS, "ℓ1 rounding after T = 30 steps of n = 64: "
+                                            "2·T·(n + 4)·ε = 9e-13")  # fmt: skip
+    ms += [
+        refs.dense_judge("rollout_matrix_vs_dense_product", pairs, tol30,
+                     "max |rollout_matrix − R_29⋯R_0 (dense NumPy)|, T = 30, every kernel and "
+                     "schedule"),
+        rejects("dense_judge_control_one_entry_wrong",
+                refs.dense_judge("c", [(pairs[-1][0] + refs.one_hot(pairs[-1][0], 1e-9),
+                                        pairs[-1][1])], tol30, "c"),
+                "P[n−1,n−1] of one rollout moved by 1e-9"),
+    ]
     ms += _pb5_exact(kernels["uniform"], n)
     rate_ms, window, pTs = _pb5_rates(kernels["uniform"], n, ctx.full)
     ms += rate_ms
@@ -294,33 +309,30 @@ def pb5(ctx: Context) -> Evidence:
 # PB7
 
 
-def _dense_last_row(As):
-    """e_{n−1} A_{T−1} ⋯ A_0 by dense NumPy vector–matrix products, shape (n,)."""
-    n = As[0].shape[0]
-    ref = np.eye(1, n, n - 1)[0]
-    for A in As[::-1]:
-        ref = ref @ A
-    return ref
-
 @register(
     "PB7",
     "[W]",
     "attention-only rollout (λ ≡ 1) collapses onto token 0 exponentially fast",
     assumptions=("A[i,0] ≥ ε > 0",),
+    compares=(
+        cite("posflow.simulate.rollout:influence",
+             "e_(n−1) A_(T−1)⋯A_0 by dense NumPy vector–matrix products",
+             "max_error_vs_dense_product"),
+    ),
 )
 @quiet
 def pb7(ctx: Context) -> Evidence:
     rng = np.random.default_rng(ctx.seed + 7)
     cases = 40 if ctx.full else 12
-    worst_dense = worst_abs = worst_rel = worst_sum = -np.inf
-    T_top, n_top = 60, 24
+    worst_abs = worst_rel = worst_sum = -np.inf
+    T_top, n_top, pairs = 60, 24, []
     for _ in range(cases):
         n, T = int(rng.integers(2, n_top + 1)), int(rng.integers(1, T_top + 1))
         floors = rng.uniform(0.01, 0.2, T)
         As = [random_causal(rng, n, floor=float(f)) for f in floors]  # non-commuting layers
         p = influence([dense_kernel(A) for A in As], np.ones(T))
-        ref = _dense_last_row(As)
-        worst_dense = nan_max(worst_dense, float(np.abs(p - ref).max()))
+        ref = refs.dense_last_row(As)
+        pairs.append((p, ref))
         eps = np.array([A[1:, 0].min() if n > 1 else 1.0 for A in As])
         log_bound = float(np.log1p(-eps).sum())
         one_minus, off, rowsum = _off_token0(p)
@@ -330,11 +342,15 @@ def pb7(ctx: Context) -> Evidence:
     fp = 2 * T_top * (n_top + 4) * _EPS
     n = 64
     rate, rate_tol, window, reason = _exponential_rate(uniform_kernel(n), n, 1.0)
+    dense_tol = fp_tol(fp, f"ℓ1 rounding after T ≤ {T_top} steps of n ≤ {n_top}: "
+                           f"2·T·(n + 4)·ε = {fp:.2g}")  # fmt: skip
     ms = [
-        at_most("max_error_vs_dense_product", worst_dense, 0.0,
-                fp_tol(fp, f"ℓ1 rounding after T ≤ {T_top} steps of n ≤ {n_top}: "
-                           f"2·T·(n + 4)·ε = {fp:.2g}"),
-                label="max |influence − e_{n−1}A_{T−1}⋯A_0 (dense NumPy)|"),
+        refs.dense_judge("max_error_vs_dense_product", pairs, dense_tol,
+                     "max |influence − e_{n−1}A_{T−1}⋯A_0 (dense NumPy)|"),
+        rejects("dense_judge_control_one_entry_wrong",
+                refs.dense_judge("c", [pairs[0], (pairs[-1][0] + refs.one_hot(pairs[-1][0], 1e-9),
+                                              pairs[-1][1])], dense_tol, "c"),
+                "the last rollout's last entry moved by 1e-9 (the worst rollout must be seen)"),
         at_most("max_one_minus_P0_over_bound", worst_abs, 0.0,
                 fp_tol(fp, f"2·T·(n + 4)·ε = {fp:.2g}"),
                 label="max (1 − p(0)) − ∏_t(1 − ε_t)"),
@@ -371,3 +387,11 @@ add_mutant(("PB5", "PB7"), "transposed-dense-kernel", DENSE_APPLY, transposed_de
            "a measured kernel is applied as p Aᵀ instead of p A")  # fmt: skip
 add_mutant("PB7", "reversed-layer-order", CHAIN, reversed_layer_order(),
            "the layer product taken as R_0 ⋯ R_{T−1} instead of R_{T−1} ⋯ R_0")  # fmt: skip
+
+
+_ME = "posflow.proofs_checks.claims.pb05_07_collapse_rates_refs"
+add_mutant(("PB5", "PB7"), "judge-self-comparison", f"{_ME}:dense_judge",
+           refs.self_dense_judge,
+           "the dense-product judge compares each rollout with itself")  # fmt: skip
+add_mutant("PB7", "judge-first-rollout-only", f"{_ME}:dense_judge", refs.first_pair_judge,
+           "the dense-product judge looks only at the first rollout, not the worst")  # fmt: skip

@@ -15,6 +15,7 @@ import numpy as np
 import sympy as sp
 from hypothesis import strategies as st
 
+from posflow.proofs_checks.claims import pb06_dichotomy_refs as refs
 from posflow.proofs_checks.kit import (
     FAILS,
     HOLDS,
@@ -30,6 +31,9 @@ from posflow.proofs_checks.kit import (
     Table,
     add_mutant,
     add_relaxation,
+    at_most,
+    cite,
+    fp_tol,
     holds,
     info,
     negated_result,
@@ -37,6 +41,7 @@ from posflow.proofs_checks.kit import (
     quiet,
     quiet_log,
     register,
+    rejects,
     scaled_argument,
     sensitivity,
     swapped_residual_weights,
@@ -136,9 +141,38 @@ def _pb6_comparison(beta, got, want, depth, ratios):
                          f"decade ratio still drifting at T = {depth} (the depth "
                          f"budget): r = {ratios[-1]:.3g}, previous {ratios[-2]:.3g}",
                          label=f"{lab}: numeric classification")  # fmt: skip
-    return holds(f"{key}_numeric_matches_symbolic", got == want,
+    return _match_judge(f"{key}_numeric_matches_symbolic", got, want,
+                        f"{lab}: numeric '{got}' = symbolic '{want}'")
+
+
+def _match_judge(key, got, want, label):
+    """The judge of the dichotomy: the classifier's decision equals the expected one."""
+    return holds(key, got == want,
                  param_tol("ratio_extrapolation_decades", _HORIZON, _HORIZON_REASON),
-                 label=f"{lab}: numeric '{got}' = symbolic '{want}'")  # fmt: skip
+                 label=label)  # fmt: skip
+
+
+def _classifier_controls(K_budget):
+    """The classifier and its judge on series known to diverge (b = 0.8, 0.9) or converge
+    (b = 1.3, 2): the right call is accepted, the wrong one rejected; the summability test on
+    the harmonic series and on Σ(t+1)^{−3/2}."""
+    ms = []
+    for b in (0.8, 0.9, 1.3, 2.0):
+        right = "collapse" if b <= 1 else "no collapse"
+        wrong = "no collapse" if b <= 1 else "collapse"
+        got = _first_decision(*refs.series_curve(b, K_budget), _HORIZON, K_budget)[0]
+        ms += [
+            _match_judge(f"classifier_known_series_b{b:g}", got, right,
+                         f"Σ 0.5/(t+1)^{b:g}: classifier '{got}' = known '{right}'"),
+            rejects(f"match_judge_control_series_b{b:g}", _match_judge("c", got, wrong, "c"),
+                    f"Σ 0.5/(t+1)^{b:g} claimed '{wrong}'"),
+        ]  # fmt: skip
+    known = {("1/2", "1"): True, ("1/2", "3/2"): False, ("1/5", None): True}
+    ms.append(holds("summability_test_known_series",
+                    all(th.power_decay_collapses(*k) is v for k, v in known.items()),
+                    label="theory.collapses: harmonic and constant diverge, Σ(t+1)^(−3/2) "
+                          "converges"))  # fmt: skip
+    return ms
 
 
 def _figure_pb6(n, series):
@@ -151,14 +185,30 @@ def _figure_pb6(n, series):
     )  # fmt: skip
 
 
+_CITES = (
+    cite("posflow.theory.rollout:power_decay_collapses",
+         "the p-series rule Σ(t+1)^(−β) = ∞ ⇔ β ≤ 1 (and the harmonic and constant series)",
+         "symbolic_vs_p_series_rule", "summability_test_known_series"),
+    cite("posflow.simulate.rollout:influence",
+         "e_(n−1) times a dense NumPy product R_99⋯R_0", "influence_vs_dense_product"),
+    cite("posflow.simulate.rollout:power_decay", "the direct formula 0.5/(t+1)^β",
+         "power_decay_vs_direct_formula"),
+)  # fmt: skip
+
+
 @register(
     "PB6",
     "[A]",
     "dichotomy: collapse ⇔ Σλ_t = ∞ (given δ_t ≥ δ > 0 and ε-reachability)",
     assumptions=("δ_t ≥ δ > 0", "A_t[i,0] ≥ ε > 0 (ε-reachability)"),
+    compares=_CITES,
 )
 @quiet
 def pb6(ctx: Context) -> Evidence:
+    """Claim PB6: the ratio classifier on −log(1 − P[n−1,0]) (``influence``, checked against a
+    dense product) against ``th.power_decay_collapses`` (checked against the p-series rule) for
+    λ_t = 0.5/(t+1)^β (``power_decay``, checked against its formula). Negative controls: the
+    classifier's judge on series known to diverge / converge, claimed the wrong way."""
     n = 64
     K = dense_kernel(uniform_kernel(n).dense())  # the uniform kernel as a matrix (fast steps)
     K_budget = 5 if ctx.full else 4
@@ -182,6 +232,21 @@ def pb6(ctx: Context) -> Evidence:
                "asymptotic ratio 10^{1−β}"], rows),
         _horizon_sensitivity(curves, K_budget),
     ]  # fmt: skip
+    dense_err, sched = refs.dense_check(K, 1.0)
+    want_all = [r[1] == ("collapse" if r[0] <= 1 else "no collapse") for r in rows]
+    ms += [
+        holds("symbolic_vs_p_series_rule", all(want_all),
+              label="theory.collapses = the p-series rule (collapse ⇔ β ≤ 1) for every β"),
+        at_most("influence_vs_dense_product", dense_err, 0.0,
+                fp_tol(3e-12, "100 convex steps of ≤ n + 4 = 68 terms on entries ≤ 1: "
+                              "100·68·2.2e-16 = 1.5e-12"),
+                label="β = 1, T = 100: max |influence − e_(n−1)R_99⋯R_0 (dense)|"),
+        at_most("power_decay_vs_direct_formula",
+                float(np.max(np.abs(sched[0] / np.array(sched[1]) - 1))), 0.0,
+                fp_tol(1e-15, "one power and one division: 2ε"),
+                label="β = 1: max |power_decay/(0.5/(t+1)) − 1|"),
+        *_classifier_controls(K_budget),
+    ]  # fmt: skip
     return Evidence(
         [*ms, info("n", n), info("depth_budget", 10**K_budget)],
         figures=[_figure_pb6(n, series)],
@@ -201,6 +266,13 @@ add_mutant("PB6", "summability-test-inverted", SUMMABILITY_TEST, negated_result,
 add_mutant("PB6", "power-decay-beta-halved", "posflow.simulate.rollout:power_decay",
            scaled_argument(1, 0.5, "beta"),
            "the schedule uses (t+1)^{−β/2} (e.g. a square root taken twice)")  # fmt: skip
+
+
+_ME = "posflow.proofs_checks.claims.pb06_dichotomy"
+add_mutant("PB6", "judge-accepts-any-decision", f"{_ME}:_match_judge", refs.any_decision,
+           "the dichotomy's judge accepts any decision the classifier makes")  # fmt: skip
+add_mutant("PB6", "classifier-flipped", f"{_ME}:_classify", refs.flipped_classifier,
+           "the ratio classifier calls collapse where the ratio says no collapse")  # fmt: skip
 
 
 # -- relaxation: collapse <=> Σλ = ∞, given δ_t >= δ > 0 and ε-reachability — drop reachability ---
