@@ -41,3 +41,45 @@ def test_at17_relaxation_positive_mean_drifts():
     assert zero_mean_violation({"law": "uniform", "f": 0.01, "n": 100}) <= 0
     mixed = {"law": "uniform_positive", "f": 1.0, "n": 2000}  # |φ|^n ≈ 1e-150
     assert zero_mean_violation(mixed) <= 0
+
+
+def test_at17_cited_comparisons_and_controls(results):
+    from posflow.proofs_checks.kit import get_claim
+
+    ev = results["AT17"].evidence
+    for c in get_claim("AT17").compares:
+        assert all(ev[k].judged and ev[k].passed for k in c.keys), c.routine
+    controls = [m for m in ev.measurements if m.role == "control" and m.test == "true"]
+    assert len(controls) >= 10 and all(m.passed for m in controls)
+    assert ev["phase_moments_vs_closed_form"].value < 1e-11
+    assert ev["sample_angles_positive_uniform_f0.003_mean_sin"].tol.kind == "statistical"
+
+
+def test_at17_closed_form_reference():
+    from posflow.proofs_checks.claims import at17_zero_mean_drift_refs as R
+
+    f = 0.3  # E e^{iθ}, θ ~ Unif[0, 2f]: e^{if} sin f/f
+    assert complex(*R.closed_phase("uniform_positive", f, 1)) == pytest.approx(
+        complex(math.cos(f), math.sin(f)) * math.sin(f) / f, rel=1e-15)
+    assert R.closed_phase("uniform", f, 3) == pytest.approx(((math.sin(f) / f) ** 3, 0.0))
+    # the relative judge sees a wrong tiny value that an absolute one would not
+    assert not R.rel_judge("k", [2e-39], [1e-39], 1e-11, "r", "l").passed
+    assert R.rel_judge("k", [0.0, 1.0], [0.0, 1.0], 1e-11, "r", "l").passed
+
+
+def _kill(name):
+    from posflow.proofs_checks.kit import Context, get_claim, mutants_of
+    from posflow.proofs_checks.kit._mutants import run_mutant
+
+    (m,) = [m for m in mutants_of("AT17") if m.name == name]
+    return run_mutant(get_claim("AT17"), m, Context(size="quick", seed=0))
+
+
+@pytest.mark.parametrize(("name", "key"), [
+    ("phase-moments-one-step-short", "phase_moments_vs_closed_form"),
+    ("loosened-direction-judge", "direction_judge_control_biased_by_z_plus_2_se"),
+    ("loosened-rel-judge-absolute", "rel_judge_control_fast_moments_doubled"),
+])  # fmt: skip
+def test_at17_new_mutants_are_killed(name, key):
+    k = _kill(name)
+    assert k.killed and key in k.newly_failed, (k.newly_failed, k.error)

@@ -178,21 +178,14 @@ class Measurement:
 
     @property
     def vacuous(self) -> bool:
-        """Whether the tolerance is as large as the quantity: a value of 0 would pass a
-        comparison with a nonzero reference (``close`` with tol ≥ |reference|, ``rel_close``
-        with tol ≥ 1, ``at_least`` a positive bound with tol ≥ bound). Such a comparison can
-        only fail on a sign, so it is judged failed: tighten the tolerance or compare another
-        quantity."""
+        """Whether 0 would pass a comparison with a nonzero reference (``close`` with tol ≥
+        |reference|, ``rel_close`` with tol ≥ 1, ``at_least`` a bound > 0 with tol ≥ bound): a
+        tolerance as large as the quantity. Such a comparison is judged failed."""
         r, tol = self.reference, self.tol.value if self.tol is not None else 0.0
         if not isinstance(r, int | float) or isinstance(r, bool) or math.isnan(r):
             return False
-        if self.test == "close":
-            return r != 0 and tol >= abs(r)
-        if self.test == "rel_close":
-            return tol >= 1
-        if self.test == "at_least":
-            return r > 0 and tol >= r
-        return False
+        return {"close": r != 0 and tol >= abs(r), "rel_close": tol >= 1,
+                "at_least": r > 0 and tol >= r}.get(self.test, False)  # fmt: skip
 
     def criterion(self) -> str:
         """The comparison in words, e.g. ``≤ 0 + 1e-12``."""
