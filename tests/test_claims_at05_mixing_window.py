@@ -63,3 +63,23 @@ def test_at5_new_mutants_are_killed(name):
     (m,) = [m for m in mutants_of("AT5") if m.name == name]
     k = run_mutant(get_claim("AT5"), m, Context(size="quick", seed=0))
     assert k.killed, (k.status, k.newly_failed, k.error)
+
+
+def test_at5_fixed_mean_judge_has_a_biased_control(results):
+    import math
+
+    ev = results["AT5"]
+    c = ev["fixed_mean_judge_control_biased"]
+    assert c.role == "control" and c.passed
+    # the judge's tolerance is z_n·√(v/n): 300 × 7 scores at L = 512, 2 × 64 at L = 65536
+    t512, t65536 = ev["fixed_mean_L512"].tol.value, ev["fixed_mean_L65536"].tol.value
+    assert t512 / t65536 == pytest.approx(math.sqrt(128 / 2100), rel=1e-12)
+
+
+def test_at5_fixed_mean_judge_without_sqrt_n_is_caught_by_its_control():
+    from posflow.proofs_checks.kit import get_claim, mutants_of
+    from posflow.proofs_checks.kit._mutants import run_mutant
+
+    (m,) = [m for m in mutants_of("AT5") if m.name == "fixed-mean-judge-drops-sqrt-n"]
+    k = run_mutant(get_claim("AT5"), m, Context(size="quick", seed=0))
+    assert k.killed and "fixed_mean_judge_control_biased" in k.newly_failed, k.newly_failed

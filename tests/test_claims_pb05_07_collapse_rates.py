@@ -98,3 +98,61 @@ def test_pb5_pb7_dense_comparisons_and_controls(results):
     ("PB7", "judge-first-rollout-only")])  # fmt: skip
 def test_pb5_pb7_new_mutants_are_killed(results, cid, name):
     assert _killed(results, cid, name)
+
+
+# -- issue 23 (second pass): influence_exact, hausdorff_moments, power_decay, docstrings -------
+
+
+def test_pb5_exact_profile_and_moments_against_the_fraction_product(results):
+    ev = results["PB5"].evidence
+    for key in ("influence_exact_vs_fraction_product", "hausdorff_moments_vs_binomial_moments",
+                "power_decay_vs_direct_formula"):  # fmt: skip
+        assert ev[key].judged and ev[key].passed and ev[key].value == 0.0, key
+    for key in ("exact_judge_control_two_entries_swapped",
+                "exact_judge_control_last_entry_off_1e-30"):  # fmt: skip
+        assert ev[key].role == "control" and ev[key].passed, key
+    assert results["PB7"].evidence["step_matrix_vs_dense_power"].passed
+
+
+def test_pb5_fraction_references_by_hand():
+    """The references themselves: the Fraction product at n = 2 (closed form) and the binomial
+    moments of a known row."""
+    from fractions import Fraction as F
+
+    from posflow.proofs_checks.claims import pb05_07_collapse_rates_refs as refs
+
+    # n = 2: R = [[1, 0], [λ/2, 1 − λ/2]], so the last row after T layers is
+    # (1 − ∏(1 − λ_t/2), ∏(1 − λ_t/2))
+    lams = ["1/3", "1", "2/5"]
+    prod = F(1)
+    for x in lams:
+        prod *= 1 - F(x) / 2
+    assert refs.fraction_last_row(2, lams) == [1 - prod, prod]
+    # λ ≡ 1, T = 1: the Cesàro row (1/n, …, 1/n) has moments E[U^k] = 1/(k+1)
+    assert refs.binomial_moments([F(1, 5)] * 5) == [F(1, k + 1) for k in range(5)]
+    assert refs.frac("3/7") == F(3, 7)
+
+
+def test_pb5_pb7_docstrings_name_only_cited_routines():
+    import re
+
+    from posflow.proofs_checks.kit import get_claim
+
+    for cid in ("PB5", "PB7"):
+        claim = get_claim(cid)
+        named = set(re.findall(r"``([A-Za-z_][\w.]*)``", claim.check.__doc__ or ""))
+        cited = {c.name for c in claim.compares}
+        assert named and {n.rpartition(".")[2] for n in named} <= cited, (cid, named, cited)
+
+
+@pytest.mark.parametrize(("name", "key"), [
+    ("influence-exact-drops-a-layer", "influence_exact_vs_fraction_product"),
+    ("hausdorff-moments-shifted", "hausdorff_moments_vs_binomial_moments"),
+    ("exact-judge-sums-only", "exact_judge_control_two_entries_swapped")])  # fmt: skip
+def test_pb5_exact_mutants_are_killed_by_the_new_comparisons(results, name, key):
+    from posflow.proofs_checks.kit import Context, get_claim
+    from posflow.proofs_checks.kit import _mutants as mut
+
+    (m,) = [m for m in mut.mutants_of("PB5") if m.name == name]
+    kill = mut.run_mutant(get_claim("PB5"), m, Context(), results["PB5"])
+    assert kill.status == "FAILS" and kill.killed and key in kill.newly_failed, kill.newly_failed

@@ -18,6 +18,7 @@ from scipy import stats
 
 from posflow.proofs_checks.claims.at05_mixing_window_refs import (
     M_GLOBAL,
+    fixed_mean_without_sqrt_n,
     fp_self,
     global_and_moments,
     global_mean_over_blocks,
@@ -34,6 +35,7 @@ from posflow.proofs_checks.kit import (
     Table,
     add_mutant,
     at_most,
+    biased,
     cite,
     claim_rng,
     close,
@@ -125,36 +127,34 @@ def _window_measurements(win, lengths, B, log_c_max, f):
     ms.append(rejects("window_judge_control_two_steps_late",
                       at_most("c", _window_excess(w_sim + 2, w_sim, f), 1.0, fp_tol(0.0, "c")),
                       "every window two steps late"))  # fmt: skip
-    for L, a, b in zip(lengths, mixed_th, mixed_sim, strict=True):
-        ms.append(
-            close(
-                f"blocks_mixed_L{L}",
-                b,
-                a,
-                exact_tol("integer counts"),
-                label=f"blocks with W_b ≤ {L}: simulate vs theory (of {B})",
-            )
-        )
+    ms += [close(f"blocks_mixed_L{L}", b, a, exact_tol("integer counts"),
+                 label=f"blocks with W_b ≤ {L}: simulate vs theory (of {B})")
+           for L, a, b in zip(lengths, mixed_th, mixed_sim, strict=True)]  # fmt: skip
     return ms
+
+
+def _fixed_mean_judge(key, mean, n, m_exact, v_exact, n_cmp, reason, label):
+    """The judge of a fixed-distance mean of ``n`` scores: |mean − exact| ≤ z_n·√(v/n), v the
+    EXACT variance of one score (``n_cmp`` comparisons at the family-wise level)."""
+    tol = stat_tol(z_limit(n_cmp) * math.sqrt(v_exact / n), reason)
+    return close(key, float(mean), float(m_exact), tol, label=label)
 
 
 def _fixed_measurements(fixed, m_fixed, v_fixed, n_cmp, samples, D):
     """Fixed-distance means against the exact mean at both lengths, and the KS test between."""
     reason = family_reason(n_cmp, samples) + "; exact standard errors from the exact variance"
     ms, z_fixed = [], {}
-    for L in fixed:
-        m = float(fixed[L].mean())
-        se = math.sqrt(v_fixed / fixed[L].size)
-        z_fixed[L] = (m - m_fixed) / se
-        ms.append(
-            close(
-                f"fixed_mean_L{L}",
-                m,
-                float(m_fixed),
-                stat_tol(z_limit(n_cmp) * se, reason),
-                label=f"mean score at distance {D}, L = {L}, vs exact Σ_b ‖q_b‖² c_b^{D}",
-            )
-        )
+    for L, x in fixed.items():
+        z_fixed[L] = (float(x.mean()) - m_fixed) / math.sqrt(v_fixed / x.size)
+        ms.append(_fixed_mean_judge(f"fixed_mean_L{L}", x.mean(), x.size, m_fixed, v_fixed, n_cmp,
+                                    reason, f"mean score at distance {D}, L = {L}, vs exact "
+                                    f"Σ_b ‖q_b‖² c_b^{D}"))  # fmt: skip
+    n, k = fixed[65536].size, z_limit(n_cmp) + 2
+    ms.append(rejects("fixed_mean_judge_control_biased",
+                      _fixed_mean_judge("c", biased(m_fixed, math.sqrt(v_fixed / n), k), n,
+                                        m_fixed, v_fixed, n_cmp, "c", "c"),
+                      f"the L = 65536 mean set to the exact mean + (z_n + 2) SE = {k:.2f} SE "
+                      f"(n = {n})"))  # fmt: skip
     ks = _ks_stat(fixed[512], fixed[65536])
     n1, n2 = fixed[512].size, fixed[65536].size
     level = FAMILY_LEVEL / n_cmp
@@ -163,15 +163,8 @@ def _fixed_measurements(fixed, m_fixed, v_fixed, n_cmp, samples, D):
         f"two-sample KS critical value at the per-test level {level:.1e} (n = {n1}, {n2}; "
         f"effective n = n1 n2/(n1 + n2)); {n_cmp} tests, family-wise {FAMILY_LEVEL:.1e}"
     )
-    ms.append(
-        at_most(
-            "ks_fixed_distance",
-            ks,
-            0.0,
-            stat_tol(ks_crit, ks_reason),
-            label=f"KS distance of the score laws at D = {D}, L = 512 vs 65536",
-        )
-    )
+    ms.append(at_most("ks_fixed_distance", ks, 0.0, stat_tol(ks_crit, ks_reason),
+                      label=f"KS distance of the score laws at D = {D}, L = 512 vs 65536"))
     shifted = fixed[65536] + 2 * math.sqrt(v_fixed)  # the law moved by 2 SD
     ms.append(rejects("ks_judge_control_shifted_law",
                       at_most("c", _ks_stat(fixed[512], shifted), 0.0, stat_tol(ks_crit, "c")),
@@ -388,6 +381,10 @@ add_mutant("AT5", "fp-judge-self", f"{_REFS}:_fp_judge", fp_self,
            "the rounding judge compares each value with itself")
 add_mutant("AT5", "ks-judge-self", "posflow.proofs_checks.claims.at05_mixing_window:_ks_stat",
            ks_self, "the KS judge compares the L = 512 sample with itself")
+add_mutant("AT5", "fixed-mean-judge-drops-sqrt-n",
+           "posflow.proofs_checks.claims.at05_mixing_window:_fixed_mean_judge",
+           fixed_mean_without_sqrt_n, "the fixed-distance mean judge's tolerance is z_n·√v "
+           "instead of z_n·√(v/n) (a √n dropped)")
 add_mutant("AT5", "global-norm-mean-over-blocks",
            "posflow.simulate.transport:empirical_route_mean", global_mean_over_blocks,
            "the global route-mean norm averages the blocks' |Ê e^(iψ_b)| instead of the largest")

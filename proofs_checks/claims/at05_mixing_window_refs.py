@@ -150,6 +150,14 @@ def fp_self(original):
     return _fp_judge
 
 
+def fixed_mean_without_sqrt_n(original):
+    @functools.wraps(original)
+    def _fixed_mean_judge(key, mean, n, m_exact, v_exact, n_cmp, reason, label):
+        return original(key, mean, 1, m_exact, v_exact, n_cmp, reason, label)  # √n dropped
+
+    return _fixed_mean_judge
+
+
 def ks_self(original):
     @functools.wraps(original)
     def _ks_stat(a, b):
