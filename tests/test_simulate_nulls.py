@@ -86,3 +86,32 @@ def test_derangement_has_no_fixed_point_and_is_seeded():
 def test_bad_inputs_are_refused(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_non_integer_sizes_and_exact_messages():
+    """Sizes must be integers (a float 5.0 is refused, not truncated); the messages in full."""
+    import re
+
+    with pytest.raises(ValueError, match=re.escape("n must be an integer >= 2; got 5.0")):
+        geometric_recency(5.0, 1.0)
+    with pytest.raises(ValueError, match=re.escape("n must be an integer >= 2; got 4.0")):
+        linear_ramp(4.0, 1.0)
+    with pytest.raises(ValueError, match=re.escape("L must be an integer >= 2 (one layer")):
+        derangement(3.0, 0)
+    with pytest.raises(ValueError, match=r"^mean must be finite$"):
+        ramp_slope(5, [1.0, np.inf])
+    with pytest.raises(ValueError, match=re.escape("mean must lie in [0, n − 1] = [0, 4]")):
+        ramp_slope(5, 4.5)
+    with pytest.raises(ValueError, match=re.escape("mean must lie in [0, n − 1] = [0, 9]")):
+        geometric_recency(10, -1.0)
+
+
+def test_exact_rational_means_are_read_as_floats():
+    from fractions import Fraction
+
+    p, r = geometric_recency(5, Fraction(3, 2))
+    np.testing.assert_allclose(_mean(p), 1.5, atol=1e-12)
+    # 1.5 < c = 2: the mean lies early, so r > 1 (primacy)
+    assert r > 1
+    np.testing.assert_allclose(ramp_slope(5, Fraction(3, 2)), (1.5 - 2) * 2 / 2)  # σ² = 2
+    np.testing.assert_allclose(linear_ramp(5, Fraction(2)), 0.2)
