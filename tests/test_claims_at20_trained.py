@@ -46,3 +46,58 @@ def test_at20_on_the_committed_store_follows_from_its_statistics():
         assert (m.test == "undecided") == (sub["status"] == INCONCLUSIVE)
         if m.judged:
             assert m.passed == (sub["status"] == HOLDS)
+
+
+# -- issue 23: citations, the judge's controls, the regression against the stored reference -----
+
+
+def test_the_new_comparisons_and_controls_pass_on_the_committed_store():
+    ev = AT.at20(Context())
+    for key in ("t_intervals_vs_scipy", "log_ratios_vs_ppl", "regression_vs_reference",
+                "interval_judge_control_unadjusted_level", "decision_control_past_bound",
+                "decision_control_straddling", "decision_control_blocked",
+                "decision_control_unblocked_holds", "regression_control_one_number_moved"):
+        assert ev[key].judged and ev[key].passed, key  # fmt: skip
+    assert ev["regression_vs_reference_count"].value > 400
+    assert not ev.summary.startswith("all")  # undecided sub-claims lead the summary
+    assert "cannot be decided" in ev.summary.split(":")[0]
+
+
+def test_the_regression_sees_a_changed_number(monkeypatch):
+    from posflow.proofs_checks.claims import at20_figures as F
+
+    ref = F.load_reference()
+    k = next(k for k, v in ref.items() if k.startswith("ratio.") and isinstance(v, float))
+    monkeypatch.setattr(AT, "load_reference", lambda: {**ref, k: ref[k] * (1 + 1e-9)})
+    ev = AT.at20(Context())
+    m = ev["regression_vs_reference"]
+    assert m.passed is False and k in m.label
+
+
+def test_the_reference_is_what_the_writer_writes(tmp_path):
+    import json
+
+    from posflow.proofs_checks.claims import at20_figures as F
+
+    path = F.write_reference(tmp_path / "r.json")
+    new, ref = json.loads(path.read_text()), F.load_reference()
+    assert set(new) == set(ref)
+    assert all(F._deviation(new[k], ref[k], 1.0) <= 1e-12 for k in ref)
+
+
+def test_decision_controls_reject_shifted_and_straddling_intervals():
+    st = AT.load_seed_store(AT.COMMITTED_STORE)
+    subs = AT.judge(st)
+    ms = {m.key: m for m in J.decision_controls(subs)}
+    assert all(m.passed for m in ms.values()) and len(ms) == 4
+
+
+@pytest.mark.parametrize("name", ["t-interval-float32", "window-bootstrap-90pct",
+                                  "interval-judge-compares-itself", "seeds-unpaired"])
+def test_new_mutants_are_killed(name):
+    from posflow.proofs_checks import kit
+
+    (m,) = [m for m in kit.mutants_of("AT20") if m.name == name]
+    with kit.mutated(m):
+        ev = AT.at20(Context())
+    assert ev.failed, name

@@ -166,3 +166,66 @@ def test_the_stored_study_in_pb15_is_reported_from_its_numbers():
     assert len(prof.rows) == 9 and all(len(r) == len(prof.columns) for r in prof.rows)
     assert len(figs[0].panels) == 2  # one per n and the sinks
     assert "median 0.2" in setup and "(e) 0.1 < (d) 0.2" in setup
+
+
+# -- issue 23: the stored study's failure, the decision rule's controls, the regression -----------
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"runs": {}}'])
+def test_load_study_fails_naming_the_path(tmp_path, monkeypatch, content):
+    from posflow.proofs_checks.claims import pb15_refs as R
+
+    f = tmp_path / "study.json"
+    if content is not None:
+        f.write_text(content)
+    monkeypatch.setattr(R, "study_file", lambda: f)
+    store, m = R.load_study()
+    assert store is None and m.judged and m.passed is False and str(f) in m.label
+
+
+def test_a_missing_study_makes_pb15_fail_naming_its_path(tiny_quick, monkeypatch):
+    from posflow.proofs_checks.claims import pb15_refs as R
+
+    f = tiny_quick / "missing.json"
+    monkeypatch.setattr(R, "study_file", lambda: f)
+    monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
+    ev = P.pb15(Context())
+    assert ev.status == FAILS and ev["stored_study_readable"].passed is False
+    assert str(f) in ev["stored_study_readable"].label
+    for key in ("decision_control_past_bound", "decision_control_straddling",
+                "decision_control_blocked", "percentile_interval_vs_direct"):
+        assert ev[key].passed, key  # fmt: skip
+    # the tiny model is not the model of the stored reference: reported, not compared
+    assert ev["toy.regression_vs_reference"].test == "info"
+
+
+def test_the_decision_controls_reject_wrong_replicates_and_kill_a_loosened_judge():
+    from posflow.proofs_checks import kit
+    from posflow.proofs_checks.claims import pb15_refs as R
+
+    d = np.concatenate([[-0.2], np.random.default_rng(0).normal(-0.2, 0.05, 1000)])
+    assert R.rival_decision("x", d, 0.99, 0.0).decision == HOLDS
+    assert R.rival_decision("x", d + 0.2, 0.99, 0.0).decision == INCONCLUSIVE
+    assert R.rival_decision("x", d + 1.0, 0.99, 0.0).decision == FAILS
+    assert all(m.passed for m in R.decision_controls(d, 0.99, 0.0))
+    (m,) = [m for m in kit.mutants_of("PB15") if m.name == "decide-on-point-estimate"]
+    with kit.mutated(m):
+        assert not all(c.passed for c in R.decision_controls(d, 0.99, 0.0))
+
+
+def test_the_stored_study_matches_its_reference():
+    from posflow.proofs_checks.claims import pb15_refs as R
+    from posflow.proofs_checks.claims.pb15_study import study_evidence
+
+    store, ok = R.load_study()
+    assert ok.passed and R.best_vs_direct(store).passed
+    m, t, _, _ = study_evidence(store)
+    ms = R.regression_measurements("smollm2_study", store["setup"]["command"], R.flatten(m, t),
+                                   "quick", R.STUDY_TOL, R.STUDY_REASON, "study")
+    assert ms[0].passed and ms[1].value > 100 and ms[2].passed
+    vals = R.flatten(m, t)
+    k = next(iter(vals))
+    bad = R.regression_measurements("smollm2_study", store["setup"]["command"],
+                                    {**vals, k: vals[k] * 1.001 + 1e-3}, "quick", R.STUDY_TOL,
+                                    R.STUDY_REASON, "study")  # fmt: skip
+    assert bad[0].passed is False

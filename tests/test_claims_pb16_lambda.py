@@ -77,3 +77,22 @@ def test_hand_computation_by_hand_on_one_token():
         a = blk.attn.out_proj.weight @ v
         ref = float(a.norm() / (x.norm() + a.norm()))
     assert abs(models_claims._hand_posflow(model, ids)[0] - ref) < 1e-14
+
+
+def test_pb16_cites_mixing_coefficients_and_controls_its_judge():
+    ev = models_claims.pb16(Context())
+    for name in ("trained_alibi_lm", "random_nope_lm"):
+        c = ev[f"{name}.hand_judge_control_last_layer"]
+        assert c.role == "control" and c.passed
+    claim = get_claim("PB16")
+    assert [c.name for c in claim.compares] == ["mixing_coefficients"]
+
+
+def test_the_loosened_judge_mutant_is_killed():
+    from posflow.proofs_checks import kit
+
+    (m,) = [m for m in kit.mutants_of("PB16") if m.name == "hand-judge-best-layer"]
+    with kit.mutated(m):
+        ev = models_claims.pb16(Context())
+    assert ev.status == FAILS
+    assert any("hand_judge_control" in x.key for x in ev.failed)

@@ -58,3 +58,11 @@ def test_biased_moves_by_k_standard_errors():
     assert controls.biased(1.0, 0.5, -2) == 0.0
     with pytest.raises(ValueError, match="se"):
         controls.biased(1.0, 0.0, 3)
+
+
+def test_a_vacuous_judge_that_accepts_the_wrong_input_fails_its_control():
+    """A judge loosened until its tolerance exceeds the quantity accepts the wrong input: the
+    control fails (the vacuity rule must not turn that accept into a reject)."""
+    loose = kit.close("c", 0.5, 0.1, kit.stat_tol(1.0, "s"))
+    assert loose.vacuous and loose.passed is False and loose.criterion_met() is True
+    assert kit.rejects("c", loose, "far off").passed is False

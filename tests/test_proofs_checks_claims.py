@@ -2,7 +2,6 @@
 tolerance with a kind and a reason, round-trips through JSON, and its figure specs draw."""
 
 import json
-import os
 
 import pytest
 from claim_runs import baseline
@@ -39,21 +38,6 @@ def test_checks_are_reproducible_with_a_seed():
 
 
 # -- issue 23: what a verdict can see --------------------------------------------------------
-
-PENDING = set(IDS) - {
-    "AT1", "AT2", "AT3", "AT4", "AT5", "AT6", "AT7", "AT8", "AT9", "AT10", "AT11", "AT12",
-    "AT13", "AT14", "AT15", "AT16", "AT17", "AT18", "AT19",
-    "PB1", "PB2", "PB3", "PB4", "PB5", "PB6", "PB7", "PB8", "PB9", "PB10", "PB11", "PB12",
-    "PB13", "PB14", "PB18",
-}  # fmt: skip
-"""Claims whose checks do not yet cite their routines and carry negative controls (issue 23,
-work in progress: the set shrinks to empty)."""
-
-
-def _pending(cid):
-    if cid in PENDING and not os.environ.get("POSFLOW_STRICT_CITES"):
-        pytest.skip(f"{cid}: citations and negative controls not yet added (issue 23)")
-
 
 _CORE = ("posflow.theory", "posflow.simulate")
 
@@ -96,7 +80,6 @@ def test_every_claim_cites_what_it_compares_and_runs_it(cid):
 
     from posflow.proofs_checks.kit._mutants import _resolve
 
-    _pending(cid)
     claim = registry.get_claim(cid)
     assert claim.compares, f"{cid} cites no routine (register(..., compares=(cite(...), ...)))"
     r = baseline(cid)
@@ -115,7 +98,6 @@ def test_routines_named_in_a_check_docstring_are_cited(cid):
     import re
     import sys
 
-    _pending(cid)
     claim = registry.get_claim(cid)
     reachable = _routines_of(sys.modules[claim.check.__module__])
     cited = _cited_objects(claim)
@@ -128,7 +110,6 @@ def test_routines_named_in_a_check_docstring_are_cited(cid):
 def test_every_verdict_carries_a_negative_control_of_its_judge(cid):
     """Each verdict runs at least one of its judges on a known-wrong input (kit.rejects), and
     every such control rejected it."""
-    _pending(cid)
     r = baseline(cid)
     assert r.error == "", r.error
     controls = [m for m in r.evidence.measurements if m.role == "control" and m.test == "true"

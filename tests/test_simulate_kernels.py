@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from scipy.special import softmax
 
 from posflow.simulate.kernels import (
+    DenseKernel,
     alibi_kernel,
     alibi_kernels,
     alibi_slopes,
@@ -443,3 +444,125 @@ def test_monotonicity_rejects_bad_input():
 def test_kernel_functions_refuse_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# ------------------------------------------------- the base class (posflow.simulate._kernel)
+
+
+def test_diagonal_returns_a_copy():
+    K = uniform_kernel(4)
+    d = K.diagonal()
+    d[:] = -1.0
+    np.testing.assert_array_equal(K.diagonal(), 1.0 / np.arange(1.0, 5.0))  # A_ii = 1/(i+1)
+
+
+def test_identity_residual_step_does_not_alias_its_rows():
+    # λ = 0: (1 − λ) p + λ p A = p, returned as a new array like every other step
+    K = uniform_kernel(3)
+    p = np.array([[0.25, 0.25, 0.5]])
+    q = K._residual_step(p, 0.0)
+    np.testing.assert_array_equal(q, [[0.25, 0.25, 0.5]])
+    q[0, 0] = 9.0
+    assert p[0, 0] == 0.25
+
+
+def test_apply_left_rejects_nonfinite_rows_with_its_message():
+    with pytest.raises(ValueError) as info:
+        uniform_kernel(3).apply_left([0.0, np.nan, 1.0])
+    assert str(info.value) == "p must be finite"
+
+
+def test_kernel_repr_names_the_class_and_n():
+    assert repr(uniform_kernel(3)) == "UniformKernel(n=3)"
+    assert repr(dense_kernel(np.eye(2))) == "DenseKernel(n=2)"
+
+
+# ------------------------------------------------ uniform and dense kernels (simulate.kernels)
+
+
+def cesaro_loops(n):
+    """A[i, j] = 1/(i+1) for j ≤ i, by plain loops."""
+    A = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            A[i, j] = 1.0 / (i + 1)
+    return A
+
+
+def test_uniform_apply_left_keeps_each_row_of_a_batch():
+    n = 6
+    p = np.random.default_rng(7).random((3, n))  # distinct rows: a flip across rows shows
+    np.testing.assert_allclose(uniform_kernel(n).apply_left(p), p @ cesaro_loops(n),
+                               rtol=1e-14, atol=0)  # fmt: skip
+
+
+def test_uniform_memory_errors_state_the_size():
+    # the kernel holds two float64 vectors of length n (16 n bytes); dense() one (n, n) array
+    n = 10**12
+    with pytest.raises(ValueError) as info:
+        uniform_kernel(n)
+    assert str(info.value).startswith(
+        f"n = {n} is too large: uniform_kernel (two float64 vectors of length n) would need "
+        f"{16 * n / 2**30:.1f} GiB but only "
+    )
+    m = 10**6
+    with pytest.raises(ValueError) as info:
+        uniform_kernel(m).dense()
+    assert str(info.value).startswith(
+        f"dense() would need {8 * m * m / 2**30:.1f} GiB for a dense ({m}, {m}) float64 array"
+    )
+
+
+def test_dense_kernel_class_is_causal_by_default():
+    upper = np.array([[0.5, 0.5], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="causal"):
+        DenseKernel(upper)
+    np.testing.assert_array_equal(DenseKernel(upper, causal=False).dense(), upper)
+
+
+def test_dense_kernel_copies_its_matrix_in_and_out():
+    A = np.array([[0.5, 0.5], [0.25, 0.75]])
+    K = dense_kernel(A, causal=False)  # no tril: only the explicit copy separates K from A
+    A[0, 0] = 7.0
+    out = K.dense()
+    out[1, 1] = 7.0
+    np.testing.assert_array_equal(K.dense(), [[0.5, 0.5], [0.25, 0.75]])
+
+
+def test_dense_kernel_accepts_one_token():
+    K = dense_kernel([[1.0]])
+    assert K.n == 1
+    np.testing.assert_array_equal(K.dense(), [[1.0]])
+    np.testing.assert_array_equal(K.apply_left([2.0]), [2.0])
+
+
+def test_dense_kernel_tolerances_are_inclusive():
+    # nonnegative within −1e-12 and causal within 1e-12, both boundaries included
+    K = dense_kernel([[1.0, 0.0], [1.0 + 1e-12, -1e-12]])
+    np.testing.assert_array_equal(K.dense(), [[1.0, 0.0], [1.0 + 1e-12, -1e-12]])
+    K = dense_kernel([[1.0 - 1e-12, 1e-12], [0.5, 0.5]])
+    np.testing.assert_array_equal(K.dense(), [[1.0 - 1e-12, 0.0], [0.5, 0.5]])  # zeroed
+
+
+def test_dense_kernel_row_stochastic_flag_uses_8_n_ulp():
+    # rows within 8 n u (u = 2^-53) of 1 count as stochastic; n = 2: 16 u = 8 · 2^-52
+    eps = 2.0**-52
+    assert dense_kernel([[1.0 + 8 * eps, 0.0], [0.5, 0.5]])._row_stochastic
+    assert not dense_kernel([[1.0 + 9 * eps, 0.0], [0.5, 0.5]])._row_stochastic
+
+
+@pytest.mark.parametrize(
+    ("A", "message"),
+    [
+        ([[1.0, 0.0], [0.5]], "A must be a two-dimensional array of numbers"),
+        (np.zeros((0, 0)), "A must have n >= 1 rows"),
+        ([[1.0, 0.0], [np.nan, 1.0]], "A must be finite (no NaN or inf entries)"),
+        ([[1.0, 0.0], [1.5, -0.5]], "A must be nonnegative; A[1, 1] = -0.5"),
+        ([[0.5, 0.5], [0.0, 1.0]], "A must be causal (lower-triangular); A[0, 1] = 0.5 with j > i"),
+    ],
+    ids=["ragged", "empty", "nan", "negative", "upper"],
+)
+def test_dense_kernel_errors_name_the_rule_and_the_entry(A, message):
+    with pytest.raises((TypeError, ValueError)) as info:
+        dense_kernel(A)
+    assert str(info.value) == message

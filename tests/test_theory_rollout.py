@@ -438,3 +438,74 @@ def test_collapse_rejects_bad_types():
         ro.collapses(half / (t + 1), "t")
     with pytest.raises(TypeError, match="schedule"):
         ro.collapses("1/(t+1)", t)
+
+
+# ------------------------------------ the leaf modules theory._exact and theory._symbolic
+# (their own test file would change the mutation oracle, benchmarks/mutation.py: ORACLE;
+# theory.rollout re-exports them and is their public face)
+
+from posflow.theory._exact import (  # noqa: E402
+    as_count,
+    as_exact_lambdas,
+    fractions_to_sympy,
+    to_fraction,
+)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: as_count(1.5, "k"), TypeError, r"k must be an integer; got 1.5"),
+        (lambda: to_fraction(math.inf, "x", "rational"), ValueError,
+         r"x must be finite; got inf"),
+        (lambda: to_fraction(True, "x"), TypeError, r"x must be a number; got the bool True"),
+        (lambda: to_fraction(sp.sqrt(2), "x"), TypeError,
+         r"x must be a rational number; got the sympy expression sqrt(2)"),
+        (lambda: to_fraction([1], "x"), TypeError, r"x must be a number; got [1]"),
+        (lambda: as_exact_lambdas([2]), ValueError,
+         r"lambdas must lie in [0, 1]; got 2 at index 0"),
+        (lambda: ro.symbolic_kernel(1.5), TypeError, r"n must be an integer; got 1.5"),
+    ],
+    ids=["count", "finite", "bool", "expression", "list", "lambdas", "kernel-n"],
+)
+def test_exact_argument_errors_name_the_argument(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("x", [0.1, np.float64(0.1), sp.Float(0.1)], ids=["float", "np", "sympy"])
+def test_floats_are_refused_unless_exact_says_how_to_read_them(x):
+    with pytest.raises(TypeError) as info:
+        to_fraction(x, "x")
+    assert str(info.value) == (
+        "x must be exact (int, Fraction, sympy Rational or a string like '1/3'); got the float "
+        "0.1; pass exact='rational' (its exact binary value) or exact='nsimplify' (the simplest "
+        "nearby rational) to accept floats"
+    )
+    # the binary value of 0.1 is 3602879701896397 / 2^55 (IEEE 754 round-to-nearest)
+    assert to_fraction(x, "x", "rational") == Fraction(3602879701896397, 2**55)
+    assert to_fraction(x, "x", "nsimplify") == Fraction(1, 10)
+
+
+def test_nsimplify_reads_irrational_looking_floats_as_rationals():
+    # sympy's nsimplify alone returns sqrt(2) for this float; the exact mode must stay rational
+    f = to_fraction(math.sqrt(2), "x", "nsimplify")
+    assert isinstance(f, Fraction)
+    assert abs(f - Fraction(math.sqrt(2))) < Fraction(1, 10**12)
+    assert f * f != 2  # rational, so not √2 itself
+
+
+def test_fractions_to_sympy_keeps_numerator_and_denominator():
+    out = fractions_to_sympy([Fraction(-2, 7), Fraction(5), Fraction(0)])
+    assert out == [sp.Rational(-2, 7), sp.Integer(5), sp.Integer(0)]
+    assert all(isinstance(v, sp.Rational) for v in out)
+
+
+def test_symbolic_kernel_default_names_and_nonnegative_symbols():
+    A, syms = ro.symbolic_kernel(2)
+    a00, a10, a11 = (sp.Symbol(f"a_{i}_{j}", nonnegative=True) for i, j in ((0, 0), (1, 0), (1, 1)))
+    assert syms == (a00, a10, a11)  # Symbols with other assumptions compare unequal
+    assert A == sp.Matrix([[a00, 0], [a10, a11]])
+    assert all(s.is_nonnegative for s in syms)
+    assert sp.sqrt(a10**2) == a10  # simplification that needs a10 ≥ 0

@@ -568,3 +568,73 @@ def test_rope_blocks_leaving_the_trained_range():
         tr.rope_unwrapped_blocks(f, 0)
     with pytest.raises(ValueError, match="distance"):
         tr.rope_phase(-1, f)
+
+
+# ----------------------------------------------------------------------------------------------
+# the argument checks shared by theory.transport (theory._transport_common): exact messages
+# ----------------------------------------------------------------------------------------------
+
+import dataclasses  # noqa: E402
+
+from posflow.theory import _transport_common as tc  # noqa: E402
+
+F = "np.float64"  # NumPy 2 repr of a float64 entry
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: tc.real_array("x", True),
+         "x must be a real number or array of real numbers; got a bool"),
+        (lambda: tc.real_array("x", [1.0, np.nan]), f"x must not be NaN; got {F}(nan) at index 1"),
+        (lambda: tc.real_array("x", [[1.0, 2.0], [3.0, np.inf]]),
+         f"x must be finite; got {F}(inf) at index (1, 1)"),
+        (lambda: tc.real_array("x", np.inf), f"x must be finite; got {F}(inf)"),
+        (lambda: tc.real_array("x", -1, lo=0), f"x must be >= 0; got {F}(-1.0)"),
+        (lambda: tc.real_array("x", 0, lo=0, lo_open=True), f"x must be > 0; got {F}(0.0)"),
+        (lambda: tc.real_array("x", 2, hi=1), f"x must be <= 1; got {F}(2.0)"),
+        (lambda: tc.real_array("x", 1, hi=1, hi_open=True), f"x must be < 1; got {F}(1.0)"),
+        (lambda: tc.real_array("x", 0, lo=0, lo_open=True, hi=1, hi_open=True),
+         f"x must be in (0, 1); got {F}(0.0)"),
+        (lambda: tc.real_array("x", 1, lo=0, lo_open=True, hi=1, hi_open=True),
+         f"x must be in (0, 1); got {F}(1.0)"),
+        (lambda: tc.real_array("x", -1, lo=0, hi=1), f"x must be in [0, 1]; got {F}(-1.0)"),
+        (lambda: tc.real_array("x", 2, lo=0, hi=1), f"x must be in [0, 1]; got {F}(2.0)"),
+        (lambda: tc.real_scalar("x", [1.0, 2.0]), "x must be a scalar; got an array of shape (2,)"),
+        (lambda: tc.int_array("k", np.bool_(True)),
+         "k must be an integer or array of integers; got a bool"),
+        (lambda: tc.int_array("k", [1.5]), f"k must be integer-valued; got {F}(1.5) at index 0"),
+        (lambda: tc.int_array("k", [0.0, 2.0**63]),
+         f"k must be below 2**62 in magnitude; got {F}(9.223372036854776e+18) at index 1"),
+        (lambda: tc.int_array("k", ["a"]),
+         "k must be an integer or array of integers; got dtype <U1"),
+        (lambda: tc.int_array("k", [3], lo=4),
+         "k must be an integer >= 4; got np.int64(3) at index 0"),
+        (lambda: tc.int_scalar("k", "3"), "k must be an integer; got str"),
+        (lambda: tc.int_scalar("k", np.array([1, 2])),
+         "k must be a scalar integer; got an array of shape (2,)"),
+    ],
+)
+def test_transport_argument_errors_are_exact(call, message):
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_transport_integer_checks_accept_integral_values_up_to_2_62():
+    for x in ([1.0, -2.0], np.array([1, -2], dtype=np.int32), np.array([1, 2], dtype=np.uint8)):
+        out = tc.int_array("k", x)
+        assert out.dtype == np.int64
+        assert out.tolist() == [int(v) for v in x]
+    out = tc.int_array("k", 2.0**62)  # the bound itself is allowed
+    assert out.dtype == np.int64 and int(out) == 2**62
+    assert tc.int_scalar("k", 7.0) == 7 and type(tc.int_scalar("k", 7.0)) is int
+
+
+def test_derivation_summary_lists_the_fields_in_order():
+    @dataclasses.dataclass(frozen=True)
+    class Facts(tc.DerivationSummary):
+        a: int
+        b: str
+
+    assert Facts(1, "x").summary() == "Facts\n  a: 1\n  b: x"

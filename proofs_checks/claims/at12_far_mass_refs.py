@@ -68,12 +68,19 @@ def rel_judge(key, got, ref, tol: float, reason: str, label: str):
 
 def stat_judge(key, sample, ref: float, ref_se: float, bias: float, zlim: float, why: str,
                label: str):  # fmt: skip
-    """The statistical judge: |mean − reference| ≤ z_n √(SE² + SE_ref²) + bias·reference."""
+    """The statistical judge: |mean − reference| ≤ t √(SE² + SE_ref²) + bias·reference, where t
+    is Student's quantile with N − 1 degrees of freedom at the tail probability of z_n (the SE is
+    estimated from N trials: with N = 8 the normal quantile would understate it badly)."""
+    from scipy.stats import norm, t
+
     m, se = mean_se(sample)
     sd = math.hypot(se, ref_se)
-    tol = stat_tol(zlim * sd + bias * abs(ref), f"{np.size(sample)} trials (SE {se:.2g}), "
-                   f"reference SE {ref_se:.2g}: z = {zlim:.2f} × {sd:.2g} ({why}) + the "
-                   f"delta-method error CV²/M = {bias:.2g} of the prediction")  # fmt: skip
+    n = int(np.size(sample))
+    q = float(t.isf(norm.sf(zlim), n - 1))
+    tol = stat_tol(q * sd + bias * abs(ref), f"{n} trials (SE {se:.2g}), reference SE "
+                   f"{ref_se:.2g}: Student t = {q:.2f} ({n - 1} d.f., the tail of z = {zlim:.2f}) "
+                   f"× {sd:.2g} ({why}) + the delta-method error CV²/M = {bias:.2g} of the "
+                   "prediction")  # fmt: skip
     return close(key, float(m), ref, tol, label=label)
 
 

@@ -8,7 +8,9 @@ L/L_train with its t band over seeds beside [B]'s 16-layer numbers (:data:`PAPER
 
 from __future__ import annotations
 
+import json
 import math
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,9 @@ from posflow.proofs_checks.kit import (
     Panel,
     Series,
     Table,
+    at_most,
+    fp_tol,
+    info,
     render,
 )
 from posflow.simulate.models import seed_store as SS
@@ -36,6 +41,9 @@ __all__ = [
     "mixing_table",
     "plot_extrapolation",
     "ratio_tables",
+    "reference_values",
+    "regression",
+    "write_reference",
 ]
 
 _LB = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
@@ -210,3 +218,82 @@ def drift_table(rows: list[list]) -> Table:
          "mean std"],
         rows,
     )  # fmt: skip
+
+
+# -- regression against stored references (issue 23) --------------------------------------------
+REFERENCE = "at20.json"  # package data: posflow.proofs_checks.claims / references / REFERENCE
+REG_TOL = 1e-12
+REG_REASON = (
+    "the same float64 numbers of the committed store through the same arithmetic (means of ≤ 64 "
+    "values, exp, scipy's t quantile): a numpy/scipy upgrade may reorder sums, ≤ 64 ε ≈ 1.4e-14 "
+    "relative; 1e-12 relative (floor 1 for values near 0)"
+)
+
+
+def reference_values(st: SeedStore, summ: dict, subs: list[dict]) -> dict:
+    """Every number AT20 reports of a store, flattened to ``{name: value}``: the ratio table
+    (seed mean, t interval, window bootstrap, PPL, seeds per scheme and length) and every
+    comparison of the judge (n, mean, interval, sign-test p, decision) with its sub-claim's
+    verdict. Strings compare by equality."""
+    out = {"store_key": str(st.meta.get("key")), "runs": len(st.runs)}
+    for s, d in summ.items():
+        for L, row in d.items():
+            for f in ("ratio", "lo", "hi", "boot_lo", "boot_hi", "ppl", "seeds"):
+                out[f"ratio.{s}.{L}.{f}"] = row[f]
+    for sub in subs:
+        out[f"sub.{sub['name']}.status"] = sub["status"]
+        for c in sub["comparisons"]:
+            for f in ("n", "mean", "lo", "hi", "p_sign", "decision"):
+                out[f"cmp.{c['label']}.{f}"] = c[f]
+    return {k: (float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+            for k, v in out.items()}  # fmt: skip
+
+
+def _deviation(v, r, floor: float) -> float:
+    """|v − r| / max(|r|, floor) for numbers (NaN = NaN is 0), 0/inf for equal/unequal others."""
+    if isinstance(r, float) and isinstance(v, float):
+        if math.isnan(r) or math.isnan(v):
+            return 0.0 if math.isnan(r) and math.isnan(v) else math.inf
+        return abs(v - r) / max(abs(r), floor)
+    return 0.0 if v == r else math.inf
+
+
+def regression(key: str, values: dict, ref: dict, tol: float, reason: str, *, floor=1.0,
+               what: str = "") -> list:
+    """The judged comparison of ``values`` with the stored reference ``ref``: the largest
+    relative deviation over every name of either (a name missing on one side deviates by inf)
+    must be ≤ ``tol`` (``reason`` says where it comes from); and how many numbers it covers."""
+    devs = {k: _deviation(values.get(k), ref.get(k), floor) for k in sorted({*values, *ref})}
+    worst = max(devs, key=devs.get) if devs else ""
+    dev = devs.get(worst, math.inf)
+    shown = f"{worst}: {values.get(worst)!r} vs {ref.get(worst)!r}" if worst else "none"
+    return [
+        at_most(key, dev, 0.0, fp_tol(tol, reason),
+                label=f"max relative deviation of {what or 'every reported number'} from the "
+                f"stored reference (worst: {shown})"),
+        info(f"{key}_count", len(devs), label=f"numbers compared by {key}"),
+    ]  # fmt: skip
+
+
+def load_reference(name: str = REFERENCE):
+    """The stored reference ``name`` (package data), or None when it is absent."""
+    p = resources.files("posflow.proofs_checks.claims").joinpath("references", name)
+    return json.loads(p.read_text()) if p.is_file() else None
+
+
+def write_reference(path=None) -> Path:
+    """Write AT20's reference from the committed store (``python -m
+    posflow.proofs_checks.claims.at20_figures``): :func:`reference_values` of the store as
+    judged now. Regenerate only after checking that a change of these numbers is intended."""
+    from posflow.proofs_checks.claims.at20_judge import judge
+    from posflow.simulate.models.seed_store import COMMITTED_STORE, load_seed_store
+
+    st = load_seed_store(COMMITTED_STORE)
+    vals = reference_values(st, SS.ratio_summary(st), judge(st))
+    path = Path(path or Path(__file__).parent / "references" / REFERENCE)
+    path.write_text(json.dumps(vals, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return path
+
+
+if __name__ == "__main__":  # pragma: no cover - the documented command
+    print(write_reference())

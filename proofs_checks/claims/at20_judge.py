@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from posflow.proofs_checks.kit import (
     FAILS,
     HOLDS,
@@ -23,6 +25,9 @@ from posflow.proofs_checks.kit import (
     at_most,
     combine,
     family_level,
+    fp_tol,
+    holds,
+    rejects,
     sensitivity_grid,
     undecided,
 )
@@ -42,6 +47,8 @@ __all__ = [
     "ROTATION_SCHEMES",
     "ROT_ALIBI",
     "SUB_CLAIMS",
+    "decision_controls",
+    "interval_comparisons",
     "judge",
     "sensitivity_table",
     "sub_claim_measurement",
@@ -253,3 +260,97 @@ def sensitivity_table(st: SeedStore) -> Table:
         lambda const, v: [r["status"] for r in judge(st, **{_SENS[const][0]: v})],
         SUB_CLAIMS,
     )
+
+
+# -- the judge's own checks: its intervals against scipy, its decision rule on wrong inputs ------
+def _interval_judge(key, got, ref, label):
+    """The judge of the t intervals: max |(mean, lo, hi) − reference| over the comparisons."""
+    err = float(np.max(np.abs(np.asarray(got, float) - np.asarray(ref, float)))) if got else 0.0
+    return at_most(key, err, 0.0,
+                   fp_tol(1e-12, "means of ≤ 3 float64 log-ratios of order 1 and one t quantile "
+                          "(two scipy routes): ≤ 1e-14, held to 1e-12"), label=label)  # fmt: skip
+
+
+def _scipy_interval(values: dict, a: float):
+    """(mean, lo, hi) by scipy.stats.t.interval with the standard error scipy.stats.sem."""
+    from scipy import stats
+
+    x = np.array([values[k] for k in sorted(values)], dtype=float)
+    se = float(stats.sem(x))
+    if se == 0:  # identical values: the interval is the point (scipy refuses scale 0)
+        return [float(x.mean())] * 3
+    lo, hi = stats.t.interval(1 - a, x.size - 1, loc=x.mean(), scale=se)
+    return [float(x.mean()), float(lo), float(hi)]
+
+
+def _log_ratio_reference(st: SeedStore, s: str, L: int) -> dict:
+    """{seed: ln PPL_s,k(L) − ln PPL_s,k(L_0)} from the store's PPL (exp of mean nats)."""
+    j, j0 = st.lengths.index(L), st.lengths.index(st.train_len)
+    return {k: float(np.log(st.ppl(s, k)[j]) - np.log(st.ppl(s, k)[j0])) for k in st.seeds(s)}
+
+
+def interval_comparisons(st: SeedStore, subs: list[dict]) -> list:
+    """``comparison_statistics``/``t_interval`` against scipy.stats.t.interval, and
+    ``log_ratios`` against ln PPL(L) − ln PPL(L_0) from the store, with negative controls."""
+    got, ref, wrong = [], [], []
+    for sub in subs:
+        for c in sub["comparisons"]:
+            if c["n"] >= 2:
+                got.append([c["mean"], c["lo"], c["hi"]])
+                ref.append(_scipy_interval(c["values"], c["alpha"]))
+                wrong.append(_scipy_interval(c["values"], ALPHA))  # no Bonferroni correction
+    lr_err = max(abs(SS.log_ratios(st, s, L)[k] - v)
+                 for s in st.schemes for L in st.lengths
+                 for k, v in _log_ratio_reference(st, s, L).items())  # fmt: skip
+    Lmax = max(st.lengths)
+    for sub in subs:  # the paired comparisons (all at L_max) against differences of the above
+        for c in sub["comparisons"]:
+            if len(c["schemes"]) == 2 and all(s in st.schemes for s in c["schemes"]):
+                x, y = (_log_ratio_reference(st, s, Lmax) for s in c["schemes"])
+                ref_d = {k: x[k] - y[k] for k in sorted(set(x) & set(y))}
+                if set(ref_d) != set(c["values"]):
+                    lr_err = math.inf
+                else:
+                    lr_err = max(lr_err, *(abs(c["values"][k] - v) for k, v in ref_d.items()))
+    return [
+        _interval_judge("t_intervals_vs_scipy", got, ref,
+                        "max |(mean, lo, hi) of every comparison − scipy.stats.t.interval at "
+                        "α/M with scipy.stats.sem|"),
+        at_most("log_ratios_vs_ppl", float(lr_err), 0.0,
+                fp_tol(1e-12, "ln exp(mean nats) vs mean nats (order 10): ≤ 4 ε·10, held to "
+                       "1e-12"),
+                label="max |log_ratios − (ln PPL(L) − ln PPL(L_0))| over schemes, seeds, L, and "
+                "of each paired comparison's d_k against the difference of those"),
+        rejects("interval_judge_control_unadjusted_level",
+                _interval_judge("c", wrong, ref, "c") if got else True,
+                "intervals at the unadjusted level α instead of α/M (Bonferroni dropped)"),
+    ]  # fmt: skip
+
+
+def decision_controls(subs: list[dict]) -> list:
+    """Negative controls of the decision rule (kit.decide through Decision and kit.combine) on
+    the first comparison with a finite interval, moved to known-wrong positions: k = 3
+    half-widths past its bound must FAIL; straddling its bound must be INCONCLUSIVE, not HOLD;
+    a blocked comparison whose interval holds must not make its sub-claim HOLD."""
+    c = next((c for s in subs for c in s["comparisons"]
+              if math.isfinite(c["lo"]) and c["hi"] > c["lo"]), None)  # fmt: skip
+    if c is None:
+        return []
+    h, b, op = (c["hi"] - c["lo"]) / 2, c["bound"], c["op"]
+    sign = 1.0 if op == "le" else -1.0  # the wrong side of the bound
+
+    def at(centre, blocked=()):
+        return Decision("control", centre, centre - h, centre + h, b, op, c["alpha"],
+                        list(blocked))  # fmt: skip
+
+    past, straddle, held = at(b + sign * 3 * h), at(b + sign * h / 2), at(b - sign * 3 * h)
+    return [
+        rejects("decision_control_past_bound", past.decision != FAILS,
+                f"{c['label']}: interval moved 3 half-widths past its bound must FAIL"),
+        rejects("decision_control_straddling", straddle.decision != INCONCLUSIVE,
+                f"{c['label']}: interval straddling its bound must be INCONCLUSIVE"),
+        rejects("decision_control_blocked", combine([at(b - sign * 3 * h, ["blocked"])])[0]
+                == HOLDS, "a blocked comparison whose interval holds must not HOLD"),
+        holds("decision_control_unblocked_holds", held.decision == HOLDS, role="control",
+              label="the same interval on the claim's side, unblocked, HOLDS (rule not frozen)"),
+    ]  # fmt: skip

@@ -57,15 +57,22 @@ from pathlib import Path
 import numpy as np
 
 from posflow.proofs_checks.claims.at20_figures import (
+    REG_REASON,
+    REG_TOL,
     drift_rows,
     drift_table,
     extrapolation_figure,
     label,
+    load_reference,
     mixing_table,
     ratio_tables,
+    reference_values,
+    regression,
 )
 from posflow.proofs_checks.claims.at20_judge import (
     ALPHA,
+    decision_controls,
+    interval_comparisons,
     judge,
     sensitivity_table,
     sub_claim_measurement,
@@ -77,11 +84,13 @@ from posflow.proofs_checks.kit import (
     add_mutant,
     at_least,
     at_most,
+    cite,
     fp_tol,
     holds,
     info,
     optional_torch,
     register,
+    rejects,
     undecided,
 )
 from posflow.simulate.models import seed_store as SS
@@ -132,6 +141,44 @@ def _controls() -> list:
     return [nested, pairing]
 
 
+def _regression(st: SeedStore, summ: dict, subs: list[dict]) -> list:
+    """Every reported number against the stored reference of the committed store (compared
+    only when the store is the one the reference was made from), with a negative control."""
+    ref = load_reference()
+    vals = reference_values(st, summ, subs)
+    if ref is None or ref.get("store_key") != vals["store_key"]:
+        why = "no stored reference" if ref is None else f"reference of store {ref['store_key']}"
+        return [info("regression_vs_reference", f"not compared: {why}, this store "
+                     f"{vals['store_key']}")]  # fmt: skip
+    name = next(k for k, v in ref.items() if isinstance(v, float) and v)
+    moved = {**ref, name: ref[name] * (1 + 1e-9)}
+    return [
+        *regression("regression_vs_reference", vals, ref, REG_TOL, REG_REASON,
+                    what="the ratio table and every comparison's statistics"),
+        rejects("regression_control_one_number_moved",
+                regression("c", vals, moved, REG_TOL, REG_REASON)[0],
+                f"the reference's {name} moved by 1e-9 relative"),
+    ]
+
+
+_SS = "posflow.simulate.models.seed_store"
+_CITES = (
+    cite(f"{_SS}:log_ratios", "ln PPL(L) − ln PPL(L_train) from the store's perplexities "
+         "(exp of mean nats), and the paired d_k as differences of those", "log_ratios_vs_ppl"),
+    cite(f"{_SS}:paired_log_ratios", "differences of the per-seed log-ratios of the two schemes "
+         "recomputed from the store's perplexities", "log_ratios_vs_ppl"),
+    cite(f"{_SS}:comparison_statistics", "scipy.stats.t.interval at α/M with scipy.stats.sem",
+         "t_intervals_vs_scipy"),
+    cite(f"{_SS}:t_interval", "scipy.stats.t.interval at α/M with scipy.stats.sem",
+         "t_intervals_vs_scipy"),
+    cite(f"{_SS}:ratio_summary", "exp(Δ mean nats) recomputed from the raw run files",
+         "ratio_table_vs_raw_nats"),
+    cite("posflow.simulate.models.extrapolate_seeds:evaluate_nested",
+         "direct prefix forward passes of a tiny LM (undecided without torch)",
+         "nested_prefix_control"),
+)  # fmt: skip
+
+
 @register(
     "AT20",
     "[B]",
@@ -145,6 +192,7 @@ def _controls() -> list:
         "tolerances FLAT_TOL, QKV_SLACK, MUCH_LESS, NEAR_TOL and the regime criterion "
         "REGIME_TOL and ROPE_COLLAPSE (named parameters); family-wise level ALPHA (Bonferroni)",
     ),
+    compares=_CITES,
 )
 def at20(ctx: Context) -> Evidence:
     """Claim AT20: [B]'s orderings judged by paired t intervals across seeds.
@@ -229,6 +277,7 @@ def store_evidence(store) -> Evidence:
     ms += _store_checks(store, st, summ)
     subs = judge(st)
     ms += [sub_claim_measurement(sub) for sub in subs]
+    ms += interval_comparisons(st, subs) + decision_controls(subs) + _regression(st, summ, subs)
     drift = drift_rows(st)
     runs_cpu = sum(r["train"]["cpu_seconds"] + r["eval_cpu_seconds"] for r in st.runs.values())
     ms += _infos(st, drift, runs_cpu)
@@ -294,3 +343,37 @@ add_mutant(
     _fresh_windows,
     "each length scored on other windows (a fresh window set per length, not nested prefixes)",
 )
+
+
+def _t_interval_float32(original):
+    @functools.wraps(original)
+    def t_interval(x, alpha):
+        return original(np.asarray(x, dtype=np.float32), alpha)
+
+    return t_interval
+
+
+def _bootstrap_wrong_level(original):
+    @functools.wraps(original)
+    def window_bootstrap(st, scheme, length, alpha=0.05, reps=1000, **kw):
+        return original(st, scheme, length, alpha=2 * alpha, reps=reps, **kw)
+
+    return window_bootstrap
+
+
+def _interval_judge_self(original):
+    @functools.wraps(original)
+    def _interval_judge(key, got, ref, label):
+        return original(key, got, got, label)  # compares the intervals with themselves
+
+    return _interval_judge
+
+
+add_mutant("AT20", "t-interval-float32", f"{_SS}:t_interval", _t_interval_float32,
+           "the t interval accumulates the seed values in float32")
+add_mutant("AT20", "window-bootstrap-90pct", f"{_SS}:window_bootstrap", _bootstrap_wrong_level,
+           "the window bootstrap's interval at 90 % instead of 95 % (only the reported ratio "
+           "table moves: the regression against the stored reference sees it)")
+add_mutant("AT20", "interval-judge-compares-itself",
+           "posflow.proofs_checks.claims.at20_judge:_interval_judge", _interval_judge_self,
+           "the judge of the t intervals compares them with themselves (a loosened judge)")

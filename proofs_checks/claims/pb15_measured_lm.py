@@ -28,11 +28,13 @@ and the stored study). The comparisons are decided by ``kit.decide`` at the Bonf
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from posflow.proofs_checks import kit
+from posflow.proofs_checks.claims import pb15_refs as R
 from posflow.proofs_checks.claims.pb15_study import (
     KEYS,
     NULLS,
@@ -40,6 +42,7 @@ from posflow.proofs_checks.claims.pb15_study import (
     RIVALS,
     model_figure,
     model_tables,
+    reported,
 )
 from posflow.proofs_checks.kit import (
     FAILS,
@@ -50,6 +53,7 @@ from posflow.proofs_checks.kit import (
     Evidence,
     add_mutant,
     at_most,
+    cite,
     combine,
     family_level,
     fp_tol,
@@ -57,7 +61,6 @@ from posflow.proofs_checks.kit import (
     register,
     undecided,
 )
-from posflow.simulate.models.profiles import percentile_interval
 from posflow.simulate.models.profiles_bootstrap import bootstrap, measure_per_sequence
 
 __all__ = ["pb15"]
@@ -107,8 +110,10 @@ def _toy(preset: str, count: int, seed: int):
     n = int(record["config"]["seq_len"])  # the length it was trained at
     ids = _held_out(record, n, count, seed)
     loss = record.get("valid_loss")
+    weights = b"".join(t.detach().cpu().numpy().tobytes() for t in model.state_dict().values())
     note = (
-        f"posflow '{preset}' ALiBi LM ({PRESETS[preset].note}; {path.name}"
+        f"posflow '{preset}' ALiBi LM ({PRESETS[preset].note}; {path.name}, weights sha256 "
+        f"{hashlib.sha256(weights).hexdigest()[:12]}"
         + (f", validation loss {loss:.3f} nats/byte" if loss is not None else "")
         + f"), n = {n} (its training length), N = {count} held-out standard-library windows"
     )
@@ -175,14 +180,10 @@ def _by_evidence_key(bs):
 
 
 def _decisions(bs, level: float) -> list[Decision]:
-    """W1(b) − W1(x) ≤ −rounding for each rival x, from its percentile interval."""
+    """W1(b) − W1(x) ≤ −rounding for each rival x, from its percentile interval (the judge
+    ``pb15_refs.rival_decision``)."""
     r = _rounding(bs.lambdas.shape[1], bs.measured.shape[1])
-    out = []
-    for x in RIVALS:
-        d = bs.w1["b"] - bs.w1[x]
-        lo, hi = percentile_interval(d, level)
-        out.append(Decision(x, float(d[0]), lo, hi, -r, "le", 1.0 - level))
-    return out
+    return [R.rival_decision(x, bs.w1["b"] - bs.w1[x], level, -r) for x in RIVALS]
 
 
 def _judge(tag, name, bs, level: float, N: int):
@@ -239,47 +240,6 @@ def _library_check(sub: Subject, bs, L: int, n: int):
     return m, Decision("library", gap, gap, gap, tol)
 
 
-def _reported(sub: Subject, bs, N: int) -> list:
-    """What PB15 reports of one model beside its verdict (info only)."""
-    tag, name = sub.tag, sub.name
-    L, n = bs.lambdas.shape[1], bs.measured.shape[1]
-    lam = bs.lambdas[0]
-    s, keep = float(lam.sum()), float(np.prod(1.0 - lam))
-    ms = [
-        info(f"{tag}.n", n, label=f"{name}: sequence length n"),
-        info(f"{tag}.sequences", N, label=f"{name}: sequences N"),
-        info(f"{tag}.layers", L, label=f"{name}: layers L"),
-        info(f"{tag}.sum_lambda", s, label=f"{name}: Σλ_t (expected number of attention hops)"),
-        info(f"{tag}.no_hop_probability", keep,
-             label=f"{name}: ∏(1 − λ_t) (chance a token's state never attends)"),
-        info(
-            f"{tag}.depth",
-            f"not a test of depth: Σλ_t = {s:.2f} over L = {L} layers (about {s:.1g} attention "
-            f"hops per token, ∏(1 − λ_t) = {keep:.2g}); the collapse theory of PB4–PB6 is about "
-            "Σλ_t → ∞, which one finite model does not reach",
-            label=f"{name}: depth",
-        ),
-        info(f"{tag}.first_token_b", float(bs.profiles["b"][0][0]),
-             label=f"{name}: p_b(0), mass of (b) on token 0"),
-        info(f"{tag}.first_token_measured", float(bs.measured[0][0]),
-             label=f"{name}: p̂(0), measured influence of token 0"),
-    ]  # fmt: skip
-    for k in (*PREDICTED, *NULLS):
-        ms.append(info(f"{tag}.w1_{k}", float(bs.w1[k][0]), label=f"{name}: W1({k})"))
-        ms.append(info(f"{tag}.spearman_{k}", float(bs.spearman[k][0]), label=f"{name}: ρ({k})"))
-    best = min(PREDICTED, key=lambda k: float(bs.w1[k][0]))
-    ms += [
-        info(f"{tag}.best_predicted",
-             f"{best}: {PREDICTED[best]} (W1/(n−1) = {float(bs.w1[best][0]):.3g})",
-             label=f"{name}: the predicted profile of least W1 (reported, not judged)"),
-        info(f"{tag}.geometric_ratio", float(bs.ratio[0]), label=f"{name}: geometric r"),
-        info(f"{tag}.ramp_slope", float(bs.slope[0]), label=f"{name}: ramp slope s"),
-        info(f"{tag}.shuffle", " ".join(map(str, bs.perm.tolist())),
-             label=f"{name}: layer t takes λ of layer perm[t]"),
-    ]  # fmt: skip
-    return ms
-
-
 def _model_evidence(sub: Subject, ctx: Context, family: int):
     """Measure one model, bootstrap every profile, judge (b) against its rivals."""
     model, ids, note = sub.load()
@@ -293,9 +253,22 @@ def _model_evidence(sub: Subject, ctx: Context, family: int):
     ms.append(lib)
     sub_status, _ = combine([*_decisions(bs, level), lib_decision])
     ms.insert(0, info(f"{sub.tag}.verdict", sub_status, label=f"{sub.name}: sub-verdict"))
-    ms += _reported(sub, bs, N)
+    ms += reported(sub, bs, N)
     tables = model_tables(sub.tag, sub.name, bs, level, sub.bootstrap, family, ALPHA, diff_rows)
-    return ms, tables, model_figure(sub.tag, bs, level, diff_rows, note), note
+    ctl = (bs.w1["b"] - bs.w1["a"], level, -_rounding(L, n))
+    return ms, tables, model_figure(sub.tag, bs, level, diff_rows, note), note, ctl
+
+
+_CITES = (
+    cite("posflow.simulate.models.profiles_bootstrap:bootstrap",
+         "an independent batched rollout of every profile on the full sample (library_gap)",
+         "toy.library_vs_batched_rollout"),
+    cite("posflow.simulate.models.profiles:percentile_interval",
+         "linear interpolation of the sorted resamples written out",
+         "percentile_interval_vs_direct"),
+    cite("posflow.simulate.models.study:best_profile",
+         "a direct loop over the stored W1 of (a)–(e)", "smollm2_study.best_vs_direct"),
+)  # fmt: skip
 
 
 @register(
@@ -312,30 +285,26 @@ def _model_evidence(sub: Subject, ctx: Context, family: int):
         "SmolLM2-135M when installed (each model gets its own sub-verdict)",
         "sequences independent (the bootstrap resamples them)",
     ),
+    compares=_CITES,
 )
 def pb15(ctx: Context) -> Evidence:
+    """Claim PB15: (b) against its rivals per model, decided by ``kit.decide`` at the
+    Bonferroni level; ``percentile_interval`` against the sorted resamples; the library rollout
+    against an independent batched one (in ``bootstrap``); the stored study (a missing or
+    unreadable file fails naming its path) with ``best_profile`` against a direct loop; every
+    reported number against the stored reference (:mod:`.pb15_refs`). Negative controls: the
+    judge on replicates past / straddling the bound and blocked, the regression on a moved
+    reference number."""
     if kit.optional_torch() is None:
         return kit.no_torch()
-    from posflow.proofs_checks.claims.pb15_study import study_evidence
-    from posflow.simulate.models.study import stored_study
-
-    subs = subjects(ctx)
-    family = len(RIVALS) * len(subs)
-    ms, tables, figs, notes = [], [], [], []
-    for sub in subs:
-        m, t, f, note = _model_evidence(sub, ctx, family)
-        ms += m
-        tables += t
-        figs.append(f)
-        notes.append(note)
-    store = stored_study()
-    extra = ""
-    if store and store.get("runs"):
-        m, t, f, extra = study_evidence(store)
-        ms += m
-        tables += t
-        figs += f
-        extra = " " + extra
+    ms, tables, figs, notes, family, parts, ctl, extra = _collect(ctx)
+    ms += R.decision_controls(*ctl)
+    for part, (identity, values) in parts.items():
+        study = part == "smollm2_study"
+        tol, why = (R.STUDY_TOL, R.STUDY_REASON) if study else (R.LIVE_TOL, R.LIVE_REASON)
+        what = "every number of the stored study's tables" if study else (
+            f"every number PB15 reports of {part} (measurements and tables)")
+        ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what)
     return Evidence(
         ms,
         tables=tables,
@@ -345,53 +314,81 @@ def pb15(ctx: Context) -> Evidence:
         f"[{ctx.seed}, 15]; replicate 0 is the full sample), {family} comparisons at "
         f"family-wise {100 * ALPHA:g}% (each interval "
         f"{100 * (1 - family_level(ALPHA, family)):.3g}%)." + extra,
+        absent=() if _smollm2_installed() else ("smollm2-135m",),
     )
+
+
+def _collect(ctx: Context):
+    """Every model's evidence and the stored study's, with each part's identity and numbers."""
+    from posflow.proofs_checks.claims.pb15_study import study_evidence
+
+    subs = subjects(ctx)
+    family = len(RIVALS) * len(subs)
+    ms, tables, figs, notes, parts, ctl = [], [], [], [], {}, None
+    for sub in subs:
+        m, t, f, note, c = _model_evidence(sub, ctx, family)
+        ident = f"{note}; seed {ctx.seed}; {family} comparisons (Bonferroni)"
+        parts[sub.tag] = (ident, R.flatten(m, t))
+        ms += m
+        tables += t
+        figs.append(f)
+        notes.append(note)
+        ctl = ctl or c
+    store, readable = R.load_study()
+    ms.append(readable)
+    extra = ""
+    if store is not None:
+        m, t, f, extra = study_evidence(store)
+        parts["smollm2_study"] = (store["setup"]["command"], R.flatten(m, t))
+        ms += [*m, R.best_vs_direct(store)]
+        tables += t
+        figs += f
+        extra = " " + extra
+    return ms, tables, figs, notes, family, parts, ctl, extra
+
+
+def parts(ctx: Context) -> dict:
+    """``{part: (identity, {name: number})}`` of a PB15 run (what the reference stores)."""
+    return _collect(ctx)[5]
 
 
 # -- mutants: breaks of the routines PB15 runs through ---------------------------------------------
 
 
-def _residual_dropped(original):
-    @functools.wraps(original)
-    def step(self, p, lam):
-        return self._apply(p)
-
-    return step
-
-
-def _influence_is_attention(original):
-    @functools.wraps(original)
-    def measure(model, input_ids, **kw):
-        from posflow.simulate.rollout import influence
-
-        m = original(model, input_ids, **kw)
-        if m.influence is not None and m.attention is not None:
-            p = influence(m.kernels(), np.ones(m.num_layers))
-            m.influence_raw = p * m.influence_raw.sum()
-            m.influence = p
-        return m
-
-    return measure
+# fmt: off
+add_mutant("PB15", "transposed-measured-kernel", kit.DENSE_APPLY, kit.transposed_dense_apply,
+           "the rollout through a measured kernel applies Aᵀ instead of A (p Aᵀ)")
+add_mutant("PB15", "residual-dropped", kit.RESIDUAL_STEP, R.residual_dropped,
+           "the rollout step drops the residual mixing: p ↦ p A whatever λ_t")
+add_mutant("PB15", "influence-is-attention", "posflow.simulate.models.measure:measure",
+           R.influence_is_attention,
+           "the gradient-influence measurement returns the attention-rollout profile")
+# fmt: on
+add_mutant("PB15", "rollout-float32", "posflow.simulate.rollout:influence", R.influence_float32,
+           "the library rollout's profile rounded to float32")
+add_mutant("PB15", "decide-on-point-estimate",
+           "posflow.proofs_checks.claims.pb15_refs:rival_decision", R.loosened_rival,
+           "the rival's interval collapsed onto its point estimate (a loosened judge)")
 
 
-add_mutant(
-    "PB15",
-    "transposed-measured-kernel",
-    kit.DENSE_APPLY,
-    kit.transposed_dense_apply,
-    "the rollout through a measured kernel applies Aᵀ instead of A (p Aᵀ)",
-)
-add_mutant(
-    "PB15",
-    "residual-dropped",
-    kit.RESIDUAL_STEP,
-    _residual_dropped,
-    "the rollout step drops the residual mixing: p ↦ p A whatever λ_t",
-)
-add_mutant(
-    "PB15",
-    "influence-is-attention",
-    "posflow.simulate.models.measure:measure",
-    _influence_is_attention,
-    "the gradient-influence measurement returns the attention-rollout profile",
-)
+def write_reference(size: str = "quick"):
+    """Add this run's parts at ``size`` to ``references/pb15.json`` (the stored study, the toy
+    LM, SmolLM2 when installed; a part's entry of the same identity is replaced):
+    ``python -m posflow.proofs_checks.claims.pb15_measured_lm``. The identity names the Bonferroni
+    family (the toy LM's intervals depend on whether SmolLM2 is measured) and the toy LM's
+    weights (a retrained toy LM is another identity)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "references" / R.REFERENCE
+    out = json.loads(path.read_text()) if path.is_file() else {}
+    at = out.setdefault(size, {})
+    for p, (ident, vals) in parts(Context(size=size)).items():
+        kept = [r for r in at.get(p, []) if r["identity"] != ident]
+        at[p] = [*kept, {"identity": ident, "values": vals}]
+    path.write_text(json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return path
+
+
+if __name__ == "__main__":  # pragma: no cover - the documented command
+    print(write_reference())

@@ -33,6 +33,7 @@ __all__ = [
     "SINKS_AND_ROLLOUT",
     "model_figure",
     "model_tables",
+    "reported",
     "study_evidence",
 ]
 
@@ -327,3 +328,44 @@ def model_figure(tag: str, bs, level: float, diff_rows, note: str) -> Figure:
             Panel("measured λ_t", "layer t", "λ_t", [lam], ylim=(0.0, 1.0)),
         ],
     )
+
+
+def reported(sub, bs, N: int) -> list:
+    """What PB15 reports of one model beside its verdict (info only)."""
+    tag, name = sub.tag, sub.name
+    L, n = bs.lambdas.shape[1], bs.measured.shape[1]
+    lam = bs.lambdas[0]
+    s, keep = float(lam.sum()), float(np.prod(1.0 - lam))
+    ms = [
+        info(f"{tag}.n", n, label=f"{name}: sequence length n"),
+        info(f"{tag}.sequences", N, label=f"{name}: sequences N"),
+        info(f"{tag}.layers", L, label=f"{name}: layers L"),
+        info(f"{tag}.sum_lambda", s, label=f"{name}: Σλ_t (expected number of attention hops)"),
+        info(f"{tag}.no_hop_probability", keep,
+             label=f"{name}: ∏(1 − λ_t) (chance a token's state never attends)"),
+        info(
+            f"{tag}.depth",
+            f"not a test of depth: Σλ_t = {s:.2f} over L = {L} layers (about {s:.1g} attention "
+            f"hops per token, ∏(1 − λ_t) = {keep:.2g}); the collapse theory of PB4–PB6 is about "
+            "Σλ_t → ∞, which one finite model does not reach",
+            label=f"{name}: depth",
+        ),
+        info(f"{tag}.first_token_b", float(bs.profiles["b"][0][0]),
+             label=f"{name}: p_b(0), mass of (b) on token 0"),
+        info(f"{tag}.first_token_measured", float(bs.measured[0][0]),
+             label=f"{name}: p̂(0), measured influence of token 0"),
+    ]  # fmt: skip
+    for k in (*PREDICTED, *NULLS):
+        ms.append(info(f"{tag}.w1_{k}", float(bs.w1[k][0]), label=f"{name}: W1({k})"))
+        ms.append(info(f"{tag}.spearman_{k}", float(bs.spearman[k][0]), label=f"{name}: ρ({k})"))
+    best = min(PREDICTED, key=lambda k: float(bs.w1[k][0]))
+    ms += [
+        info(f"{tag}.best_predicted",
+             f"{best}: {PREDICTED[best]} (W1/(n−1) = {float(bs.w1[best][0]):.3g})",
+             label=f"{name}: the predicted profile of least W1 (reported, not judged)"),
+        info(f"{tag}.geometric_ratio", float(bs.ratio[0]), label=f"{name}: geometric r"),
+        info(f"{tag}.ramp_slope", float(bs.slope[0]), label=f"{name}: ramp slope s"),
+        info(f"{tag}.shuffle", " ".join(map(str, bs.perm.tolist())),
+             label=f"{name}: layer t takes λ of layer perm[t]"),
+    ]  # fmt: skip
+    return ms

@@ -21,29 +21,30 @@ pass with ``torch.log_softmax`` at the value's token offsets.
 from __future__ import annotations
 
 import functools
+import math
 import time
 
 import numpy as np
 
+from posflow.proofs_checks.claims import pb17_figures as F
+from posflow.proofs_checks.claims import pb17_refs as R
 from posflow.proofs_checks.kit import (
     Context,
+    Decision,
     Evidence,
     Figure,
-    Panel,
-    Series,
-    Table,
     add_mutant,
-    at_least,
     at_most,
+    cite,
+    combine,
     fp_tol,
     holds,
     info,
-    param_tol,
     register,
     undecided,
 )
 
-MODEL = "smollm2-135m"
+MODEL = R.MODEL
 INSTALL = f"posflow models install {MODEL}"
 # quick: K = 10 alone with 6 contexts (6 prompts per position) instead of full's three K with
 # 30 — the suite runs this check once per mutant, and K = 10 and 20 together cost ~40 s of one
@@ -51,10 +52,10 @@ INSTALL = f"posflow models install {MODEL}"
 # 960 s wall on 2 shared cores (K = 10: 319 s, 20: 209 s, 50: 413 s).
 QUICK = {"Ks": (10,), "contexts": 6, "measured_prompts": 2}
 FULL = {"Ks": (10, 20, 50), "contexts": 30, "measured_prompts": 10}
-DIP_DEPTH = 0.1  # nats: the interior minimum must lie this far below the lower end
+DIP_DEPTH = R.DIP_DEPTH
 DEPTH_GRID = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
-CONFIDENCE = 0.95
-RESAMPLES = 2000
+CONFIDENCE = R.CONFIDENCE
+RESAMPLES = R.RESAMPLES
 CONTROL_PROMPTS = 1  # per K: prompts re-scored by a direct full forward pass
 # float32 logits (|z| ≲ 30) through two differently shaped forward passes (cached prefix vs
 # full): ≲ 1e-5 per logit after 30 layers; the log-softmax adds ≲ 1e-6; 3 value tokens summed
@@ -130,7 +131,7 @@ def _one_k(model, tok, K, cfg, seed, best):
     direct_err = max(abs(_direct_logprob(model, task, c, k) - sc.logprob[c, k]) for c, k in ctl)
     return {
         "task": task, "scores": sc, "logprob": lp, "accuracy": acc, "profile": prof,
-        "rhos": rhos,
+        "rhos": rhos, "raw_profiles": {k: profiles[n] for k, n in PREDICT_NAMES.items()},
         "rho": rho, "rho_lo": lo, "rho_hi": hi, "dropped": dropped, "labels_ok": labels_ok,
         "direct_err": direct_err, "seconds": time.perf_counter() - t0, "score_seconds": t_score,
         "measured_prompts": Cm,
@@ -146,6 +147,36 @@ def _dip(curve):
     return k, 0 < k < K - 1, depth, sep
 
 
+def run_tasks(ctx: Context, store=None):
+    """{K: the measurements of :func:`_one_k`} at ctx's size, and the model (PB17's data)."""
+    from posflow.simulate.models.study import best_profile
+
+    if store is None:
+        store, _ = R.load_study()
+    cfg = FULL if ctx.full else QUICK
+    model, tok = _model()
+    best = best_profile(store)[0]
+    return {K: _one_k(model, tok, K, cfg, ctx.seed, best) for K in cfg["Ks"]}, model
+
+
+_RET = "posflow.simulate.models.retrieval"
+_CITES = (
+    cite(f"{_RET}:position_curve", "a direct loop over the same context resamples (means and "
+         "numpy quantiles)", "position_curve_vs_direct_K10"),
+    cite(f"{_RET}:bootstrap_spearman", "the correlation of directly counted ranks, and scipy."
+         "spearmanr on every resample", "spearman_vs_rank_formula_K10",
+         "spearman_lo_vs_scipy_K10"),
+    cite(f"{_RET}:line_profile", "a direct sum of the profile over each key line's tokens",
+         "line_profile_vs_direct_K10"),
+    cite(f"{_RET}:score", "one full forward pass with torch.log_softmax at the value's offsets",
+         "logprob_vs_direct_K10"),
+    cite(f"{_RET}:build_task", "the context's key tokens at line k (every prompt)",
+         "positions_labelled_K10"),
+    cite("posflow.simulate.models.study:best_profile", "a direct loop over the stored study's "
+         "W1 of (a)–(e)", "best_profile_vs_direct_K10"),
+)  # fmt: skip
+
+
 @register(
     "PB17",
     "[ours]",
@@ -158,26 +189,38 @@ def _dip(curve):
         "influence in the stored study (PB15, issue 13), from λ_t, attention, content and "
         "value norms measured on prompts of the task",
     ),
+    compares=_CITES,
 )
 def pb17(ctx: Context) -> Evidence:
-    missing = _missing_model()
-    if missing is not None:
-        return missing
+    """Claim PB17: the interior dip and ρ > 0, each decided by the kit's rule from its interval.
+
+    The judged profile is ``best_profile`` of the stored study (a missing or unreadable study
+    fails, naming its path). Compared with direct loops: ``position_curve``,
+    ``bootstrap_spearman``, ``line_profile``, ``best_profile``; ``score`` against a direct
+    forward pass; ``build_task``'s positions. Every reported number is compared with the stored
+    reference (SmolLM2 installed). Negative controls: the decision rule on intervals past and
+    straddling the bound, the max-error judge on a shifted curve, the regression on a moved
+    reference number.
+    """
     from posflow.simulate.models.study import PROFILES
 
+    store, readable = R.load_study()
+    missing = _missing_model(readable, store)
+    if missing is not None:
+        return missing
     cfg = FULL if ctx.full else QUICK
-    best, why_best = _judged_profile()
-    best_label = PROFILES[best]
+    best, why_best = _judged_profile(store)
     t0 = time.perf_counter()
-    model, tok = _model()
-    load_s = time.perf_counter() - t0
-    res = {K: _one_k(model, tok, K, cfg, ctx.seed, best) for K in cfg["Ks"]}
-    ms = [info("best_profile", f"{best}: {best_label}", label=f"judged profile: {why_best}")]
+    res, model = run_tasks(ctx, store)
+    load_s = time.perf_counter() - t0 - sum(r["seconds"] for r in res.values())
+    ms = [readable, info("best_profile", f"{best}: {PROFILES[best]}",
+                         label=f"judged profile: {why_best}")]  # fmt: skip
     sens, curve_rows, panels, rho_rows = [], [], [], []
     for K, r in res.items():
         lp, acc = r["logprob"], r["accuracy"]
         k, interior, depth, sep = _dip(lp)
-        ms += _k_measurements(K, r, k, interior, depth, sep)
+        ms += _k_measurements(K, r, k, depth, sep)
+        ms += R.direct_checks(r, ctx.seed, CONFIDENCE, RESAMPLES, store, best)
         for key, (_, rho_k, lo_k, hi_k, _) in r["rhos"].items():
             rho_rows.append([K, key, PROFILES[key], rho_k, lo_k, hi_k, key == best])
         for d in DEPTH_GRID:
@@ -185,41 +228,56 @@ def pb17(ctx: Context) -> Evidence:
         for j in range(K):
             curve_rows.append([K, j, lp.mean[j], lp.lo[j], lp.hi[j], acc.mean[j], acc.lo[j],
                                acc.hi[j], r["profile"][j]])  # fmt: skip
-        panels += _k_panels(K, r, best, PROFILES)
-    task0 = next(iter(res.values()))["task"]
+        panels += F.k_panels(K, r, best, PROFILES)
+    ms += R.regression_measurements(res, model, ctx.size)
     ms.append(info("load_seconds", load_s, unit="s"))
     return Evidence(
         ms,
         figures=[Figure("PB17_lost_in_the_middle",
                         f"PB17: key–value retrieval on {MODEL}, measured vs profile {best}",
                         panels)],
-        tables=_tables_pb17(sens, rho_rows, curve_rows),
-        setup=_setup_pb17(cfg, task0, best, best_label, why_best),
+        tables=F.tables_pb17(sens, rho_rows, curve_rows),
+        setup=F.setup_pb17(cfg, next(iter(res.values()))["task"], best, PROFILES[best], why_best),
     )  # fmt: skip
 
 
-def _missing_model():
-    """The INCONCLUSIVE evidence when torch, transformers or the model is missing, else None."""
+_CITED_K10 = ("position_curve_vs_direct_K10", "spearman_vs_rank_formula_K10",
+              "spearman_lo_vs_scipy_K10", "line_profile_vs_direct_K10", "logprob_vs_direct_K10",
+              "positions_labelled_K10")  # fmt: skip
+
+
+def _missing_model(readable, store):
+    """The evidence when the study is unreadable (FAILS) or torch, transformers or the model is
+    missing (INCONCLUSIVE; the comparisons that need the model undecided), else None."""
+    ms = [readable]
+    if store is not None:
+        from posflow.simulate.models.study import best_profile
+
+        ms.append(holds("best_profile_vs_direct_K10", best_profile(store)[0] == R.best_direct(
+            store), label="the judged profile is the direct argmin of the mean stored W1"))
+    why = ""
     try:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError:
-        return Evidence([undecided("model_available", False, "torch and transformers are needed")])
-    if not _installed():
-        return Evidence(
-            [undecided("model_available", False, f"{MODEL} is not installed; {INSTALL}")],
-            setup=f"PB17 measures {MODEL}; install it with: {INSTALL}",
-        )
-    return None
+        why = "torch and transformers are needed"
+    else:
+        if not _installed():
+            why = f"{MODEL} is not installed; {INSTALL}"
+    if not why and store is not None:
+        return None
+    if not why:  # the study is unreadable: nothing to judge the curve against
+        why = "no judged profile: the stored study is unreadable"
+    ms.append(undecided("model_available", False, why))
+    ms += [undecided(k, math.nan, why) for k in _CITED_K10 if k not in {m.key for m in ms}]
+    absent = ("smollm2-135m",) if "not installed" in why else ("torch",) if "torch" in why else ()
+    return Evidence(ms, setup=f"PB17 measures {MODEL}; install it with: {INSTALL}", absent=absent)
 
 
-def _judged_profile():
+def _judged_profile(store):
     """The profile judged (chosen before the task is run) and why: the stored study's best."""
-    from posflow.simulate.models.study import best_profile, stored_study
+    from posflow.simulate.models.study import best_profile
 
-    store = stored_study()
-    if store is None or not store.get("runs"):
-        return "b", "no stored SmolLM2 study (docs/smollm2_study.py): rollout (b)"
     best, mean_w1 = best_profile(store)
     why_best = (
         f"least W1/(n−1) averaged over the stored study's lengths n = "
@@ -237,22 +295,29 @@ _DEPTH_REASON = (
 )
 
 
-def _k_measurements(K, r, k, interior, depth, sep):
-    """The comparisons, controls and reported numbers of one K."""
+def _k_measurements(K, r, k, depth, sep):
+    """The decisions, controls and reported numbers of one K."""
     lp, acc = r["logprob"], r["accuracy"]
     C = r["task"].num_contexts
+    dip = R.dip_decision(K, lp, f"dip_K{K}")
+    rho = Decision(f"spearman_K{K}", r["rho"], r["rho_lo"], r["rho_hi"], 0.0, "ge")
+    status, why = combine([dip, rho])
     return [
-        holds(f"dip_interior_K{K}", interior,
-              label=f"K = {K}: the minimum of the mean log-prob (at k = {k}) is interior"),
-        at_least(f"dip_depth_K{K}", depth, DIP_DEPTH, param_tol("dip_depth", 0.0, _DEPTH_REASON),
-                 unit="nats", label=f"K = {K}: min(mean[0], mean[K−1]) − mean[k_min]"),
-        at_least(f"dip_separation_K{K}", sep, 0.0, unit="nats",
-                 label=f"K = {K}: min of the ends' lower {CONFIDENCE:.0%} bounds − the "
-                 "minimum's upper bound (percentile bootstrap over contexts)"),
-        at_least(f"spearman_K{K}", r["rho"], 0.0,
-                 label=f"K = {K}: Spearman ρ(mean log-prob, predicted per-line profile)"),
-        at_least(f"spearman_lo_K{K}", r["rho_lo"], 0.0,
-                 label=f"K = {K}: lower {CONFIDENCE:.0%} bootstrap bound of ρ"),
+        R.decision_measurement(f"dip_K{K}", dip,
+                               f"K = {K}: min(mean[0], mean[K−1]) − interior minimum ≥ δ = "
+                               f"{DIP_DEPTH} nats ({CONFIDENCE:.0%} pointwise bootstrap)"),
+        R.decision_measurement(f"spearman_K{K}", rho,
+                               f"K = {K}: Spearman ρ(mean log-prob, predicted per-line profile) "
+                               f"> 0 ({CONFIDENCE:.0%} bootstrap over contexts)"),
+        *R.decision_controls(dip), *R.decision_controls(rho),
+        info(f"verdict_K{K}", status + (f" ({why})" if why else ""),
+             label=f"K = {K}: the statement's verdict (kit.combine)"),
+        info(f"dip_depth_K{K}", depth, unit="nats",
+             label=f"K = {K}: min(mean[0], mean[K−1]) − mean[k_min] (δ: {_DEPTH_REASON})"),
+        info(f"dip_separation_K{K}", sep, unit="nats",
+             label=f"K = {K}: min of the ends' lower bounds − the minimum's upper bound"),
+        info(f"spearman_point_K{K}", r["rho"], label=f"K = {K}: Spearman ρ"),
+        info(f"spearman_lo_K{K}", r["rho_lo"], label=f"K = {K}: lower bound of ρ"),
         holds(f"positions_labelled_K{K}", r["labels_ok"], role="control",
               label=f"K = {K}: the query of position k repeats line k's key (all prompts)"),
         at_most(f"logprob_vs_direct_K{K}", r["direct_err"], 0.0,
@@ -273,89 +338,40 @@ def _k_measurements(K, r, k, interior, depth, sep):
     ]  # fmt: skip
 
 
-def _k_panels(K, r, best, profiles):
-    """The three panels of one K: measured log-prob, exact match, predicted profiles."""
-    lp, acc = r["logprob"], r["accuracy"]
-    C = r["task"].num_contexts
-    x = list(range(K))
-    prof = r["profile"] / r["profile"].sum()
-    return [
-        Panel(f"measured, K = {K} ({C} prompts per position)", "key position k",
-              "log p(value) [nats]",
-              [Series(f"{CONFIDENCE:.0%} bootstrap band", x, lp.mean, kind="band",
-                      lo=lp.lo, hi=lp.hi, color="measured"),
-               Series("mean log-prob", x, lp.mean, kind="line", color="measured")]),
-        Panel(f"exact match, K = {K}", "key position k", "accuracy",
-              [Series(f"{CONFIDENCE:.0%} bootstrap band", x, acc.mean, kind="band",
-                      lo=acc.lo, hi=acc.hi, color="measured"),
-               Series("accuracy", x, acc.mean, kind="markers", color="measured")],
-              ylim=(0, 1)),
-        Panel(f"predicted ({best}), K = {K}, ρ = {r['rho']:.2f}", "key position k",
-              r"$\sum_{j \in \mathrm{line}\ k}\, p(j)$, normalised",
-              [Series(profiles[best], x, prof, color="residual")]
-              + [Series(profiles[k], x, v[0] / v[0].sum(), style="--")
-                 for k, v in r["rhos"].items() if k != best]),
-    ]  # fmt: skip
-
-
-def _tables_pb17(sens, rho_rows, curve_rows):
-    return [
-        Table("dip_depth_sensitivity", "dip verdict at other depth thresholds δ",
-              ["delta_nats", "K", "depth_nats", "depth_passes", "dip_passes"], sens,
-              note="dip_passes: interior minimum, depth ≥ δ and the bootstrap separation ≥ 0"),
-        Table("spearman_by_profile",
-              f"Spearman ρ of the mean log-prob curve with each predicted per-line profile "
-              f"({CONFIDENCE:.0%} bootstrap over contexts)",
-              ["K", "profile", "what", "rho", "lo", "hi", "judged"], rho_rows),
-        Table("position_curves", "per-position curves",
-              ["K", "k", "logprob_mean", "logprob_lo", "logprob_hi", "accuracy",
-               "accuracy_lo", "accuracy_hi", "predicted_line_mass"], curve_rows),
-    ]  # fmt: skip
-
-
-def _setup_pb17(cfg, task0, best, best_label, why_best):
-    return (
-        f"{MODEL} (float32, eager attention); K ∈ {cfg['Ks']}, {cfg['contexts']} random contexts "
-        f"(seeded), each queried at every position, so {cfg['contexts']} prompts per position; "
-        f"keys one-token words, values 3-digit numbers (3 tokens); a line is "
-        f"{task0.line_length} tokens after a {task0.preamble_length}-token preamble. Log-prob "
-        "summed over the value's 3 tokens under teacher forcing; exact match = every value "
-        "token the teacher-forced argmax (≡ greedy decoding). Intervals: percentile bootstrap "
-        f"over contexts, {RESAMPLES} resamples, {CONFIDENCE:.0%}. Prediction: λ_t and mean "
-        f"attention measured on {cfg['measured_prompts']} prompts per K (queries spread over "
-        f"the positions), profile {best} ({best_label}; chosen beforehand: {why_best}) from the "
-        "query's last token, summed over each key line (newline included); the profile is held "
-        "fixed in the bootstrap of ρ. The other profiles' ρ are reported in table "
-        "spearman_by_profile, not judged."
-    )
-
-
 # -- mutants ------------------------------------------------------------------------------------
-def _shifted_queries(original):
-    def build_task_with_shifted_queries(*args, **kwargs):
-        task = original(*args, **kwargs)
-        task.query_ids = np.roll(task.query_ids, -1, axis=1)  # label k now asks key k + 1
-        task.value_ids = np.roll(task.value_ids, -1, axis=1)
-        return task
-
-    return build_task_with_shifted_queries
-
-
-def _wrong_offset(original):
-    def value_scores_one_token_early(logits, targets):
-        import torch
-
-        return original(torch.roll(logits, 1, dims=1), targets)  # z_{n−2+i} scores v_i
-
-    return value_scores_one_token_early
-
-
 add_mutant(
     "PB17",
     "query-position-shifted",
     "posflow.simulate.models.retrieval:build_task",
-    _shifted_queries,
+    R.shifted_queries,
     "the prompt labelled position k queries key k + 1 (cyclically)",
 )
 add_mutant("PB17", "logprob-wrong-offset", "posflow.simulate.models.retrieval:_value_scores",
-           _wrong_offset, "value token i scored by the logits one position too early")  # fmt: skip
+           R.wrong_offset, "value token i scored by the logits one position too early")  # fmt: skip
+
+
+
+add_mutant(("PB15", "PB17"), "lambda-of-next-layer", "posflow.simulate.models.measure:measure",
+           R.lambda_next_layer, "the measured λ_t of layer t is layer t + 1's (cyclically)")
+add_mutant("PB17", "decide-on-point-estimate",
+           "posflow.proofs_checks.claims.pb17_refs:decision_measurement", R.decide_on_estimate,
+           "the decision rule judges the point estimate, ignoring the interval (loosened judge)")
+
+
+def write_reference(sizes=("quick",)):
+    """Write ``references/pb17.json`` from runs of PB17 at ``sizes`` (SmolLM2 must be installed;
+    ``python -m posflow.proofs_checks.claims.pb17_retrieval``; full takes ~15 min)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parent / "references" / R.REFERENCE
+    out = json.loads(path.read_text()) if path.is_file() else {}
+    for size in sizes:
+        res, model = run_tasks(Context(size=size))
+        out[size] = R.reference_values(res, model)
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+if __name__ == "__main__":  # pragma: no cover - the documented command
+    print(write_reference())

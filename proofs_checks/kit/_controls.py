@@ -39,7 +39,7 @@ def _accepted(judged) -> bool:
         if not judged.judged:
             raise ValueError(f"a negative control needs a judged measurement; {judged.key!r} is "
                              f"{judged.test!r}")  # fmt: skip
-        return bool(judged.passed)
+        return bool(judged.criterion_met())  # a vacuous judge still accepts what it meets
     if isinstance(judged, bool):
         return judged
     if isinstance(judged, str):  # a verdict (kit.decide): only HOLDS accepts

@@ -6,8 +6,7 @@ A check computes and judges; it neither draws nor writes files. It returns :clas
   of that comparison and where the tolerance comes from (:class:`Tolerance`), or an unjudged
   ``info`` value. Controls (inputs on which the effect must be absent) are measurements with
   ``role="control"`` and count in the verdict like any other comparison.
-- :class:`Table` — e.g. the sensitivity of a verdict to a named modelling parameter.
-- :class:`Figure` — a plain-data figure spec (panels of series) that the report draws.
+- :class:`Table` (e.g. a sensitivity table) and :class:`Figure` (a figure spec the report draws).
 
 The status is derived, never stated: FAILS when any judged comparison fails, else INCONCLUSIVE
 when any measurement is :func:`undecided`, else HOLDS. The summary sentence is generated from the
@@ -154,6 +153,11 @@ class Measurement:
         self.passed = self._judge()
 
     def _judge(self) -> bool | None:
+        ok = self.criterion_met()
+        return ok and not self.vacuous if ok is not None else None
+
+    def criterion_met(self) -> bool | None:
+        """The criterion alone, before the vacuity rule (a negative control's question)."""
         t, v, r = self.test, self.value, self.reference
         if t in ("info", "undecided"):
             return None
@@ -162,8 +166,6 @@ class Measurement:
         if not isinstance(v, int | float) or isinstance(v, bool) or math.isnan(v):
             return False
         slack = self.tol.value if self.tol is not None else 0.0
-        if self.vacuous:
-            return False
         if t == "close":
             return abs(v - r) <= slack
         if t == "rel_close":
@@ -296,9 +298,8 @@ class Evidence:
     setup : str
         What was run (sizes, sample counts, seeds) — a description, never a verdict.
     absent : sequence of str
-        Optional inputs the check could not use here (``"torch"``, ``"smollm2-135m"``): the
-        verdict lock then expects the claim's ``absent`` verdict (INCONCLUSIVE unless recorded
-        otherwise), since the evidence lacks what the full verdict needs.
+        Optional inputs the check could not use here (``"torch"``, ``"smollm2-135m"``); the
+        verdict lock then expects the claim's ``absent`` verdict (INCONCLUSIVE by default).
     """
 
     def __init__(self, measurements, *, figures=(), tables=(), setup: str = "", absent=()):
@@ -317,7 +318,7 @@ class Evidence:
         self.tables = list(tables)
         self.setup = setup
         if isinstance(absent, str) or not all(isinstance(a, str) and a for a in absent):
-            raise TypeError(f"absent must be a sequence of non-empty names; got {absent!r}")
+            raise TypeError(f"absent must be a sequence of input names; got {absent!r}")
         self.absent = tuple(absent)
         self.figure_paths: list[str] = []  # filled in by the report when it draws the figures
 

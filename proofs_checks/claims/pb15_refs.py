@@ -1,0 +1,237 @@
+"""PB15's references: the stored study it reads, the decision rule's negative controls, direct
+recomputations and the regression against stored reference values (claim PB15).
+
+- :func:`load_study` reads the packaged SmolLM2 study; a missing or unreadable file is a failing
+  measurement naming its path (never a silent omission).
+- :func:`rival_decision` is PB15's judge of one rival (its percentile interval decided by
+  ``kit.decide``); :func:`decision_controls` runs it on replicates wrong by construction.
+- :func:`regression` compares every reported number with ``references/pb15.json``, written
+  by ``python -m posflow.proofs_checks.claims.pb15_measured_lm`` (quick; the stored study
+  always, each live model under its identity: the toy LM's cache file name (its config,
+  Python, torch, training code) and the sha256 of its weights — training is not
+  bit-reproducible, so a retrained toy LM (a fresh cache, as in CI) is reported as not
+  compared; SmolLM2 only when installed).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from importlib import resources
+
+import numpy as np
+
+from posflow.proofs_checks.kit import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    Decision,
+    at_most,
+    combine,
+    fp_tol,
+    holds,
+    info,
+    rejects,
+)
+from posflow.simulate.models.profiles import percentile_interval
+
+REFERENCE = "pb15.json"
+STUDY_TOL = 1e-12
+STUDY_REASON = (
+    "the same float64 numbers read from the packaged JSON through means of ≤ 4 values: a "
+    "numpy upgrade may reorder the sums, ≤ 4 ε relative; 1e-12 relative (floor 1e-2)"
+)
+LIVE_TOL = 1e-4
+LIVE_REASON = (
+    "float32 forward and backward passes move by ~1e-6 relative between thread counts and BLAS "
+    "paths; W1, bootstrap quantiles and λ are continuous in them (Spearman ρ over n ≥ 64 "
+    "positions moves by ≤ 6/n² per swapped near-tie): 1e-4 relative, floor 1e-2"
+)
+
+
+def study_file():
+    """The packaged stored study (``posflow.simulate`` / ``study.STORE``)."""
+    from posflow.simulate.models.study import STORE
+
+    return resources.files("posflow.simulate").joinpath(STORE)
+
+
+def load_study():
+    """(store, measurement): the stored study and ``stored_study_readable``, failing and naming
+    the path when the file is missing, not JSON or holds no runs (store None then)."""
+    from posflow.simulate.models.study import best_profile
+
+    f = study_file()
+    try:
+        store = json.loads(f.read_text())
+        best_profile(store)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        return None, holds("stored_study_readable", False,
+                           label=f"the stored SmolLM2 study {f} is readable "
+                           f"({type(e).__name__}: {e})")  # fmt: skip
+    return store, holds("stored_study_readable", True,
+                        label=f"the stored SmolLM2 study {f} is readable")  # fmt: skip
+
+
+def best_vs_direct(store: dict):
+    """``best_profile`` against a direct loop over the stored W1 of (a)–(e)."""
+    from posflow.simulate.models.study import best_profile
+
+    sums = {k: sum(r["stats"][f"w1.{k}"][0] for r in store["runs"].values()) for k in "abcde"}
+    n = len(store["runs"])
+    best, mean = best_profile(store)
+    err = max(abs(mean[k] - sums[k] / n) for k in sums)
+    ok = best == min(sums, key=sums.get) and err <= 1e-12
+    return holds("smollm2_study.best_vs_direct", ok,
+                 label=f"best_profile = the direct argmin of Σ_n W1/(n−1) over (a)–(e), means "
+                 f"within 1e-12 (error {err:.2g})")  # fmt: skip
+
+
+# -- the judge of one rival and its negative controls -------------------------------------------
+def rival_decision(label: str, d, level: float, bound: float) -> Decision:
+    """W1(b) − W1(x) ≤ bound decided from the percentile interval of the replicates ``d``
+    (replicate 0 the full sample) at coverage ``level`` by the kit's rule."""
+    lo, hi = percentile_interval(d, level)
+    return Decision(label, float(d[0]), lo, hi, bound, "le", level)
+
+
+def decision_controls(d, level: float, bound: float) -> list:
+    """The judge on replicates ``d`` moved to known-wrong places: 3 interval widths above the
+    bound must FAIL, centred on the bound must be INCONCLUSIVE, and a blocked comparison that
+    holds must not make the model's sub-verdict HOLD. Also percentile_interval against numpy's
+    quantile of the resamples written out."""
+    d = np.asarray(d, float)
+    lo, hi = percentile_interval(d, level)
+    w = max(hi - lo, 1e-6)
+    centred = d - np.median(d[1:])
+    past = rival_decision("c", centred + bound + 3 * w, level, bound)
+    straddle = rival_decision("c", centred + bound, level, bound)
+    held = rival_decision("c", centred + bound - 3 * w, level, bound)
+    held.blocked = ["blocked by construction"]
+    a = (1 - level) / 2
+    srt = np.sort(d[1:])
+    ref = [float(np.interp(q * (srt.size - 1), np.arange(srt.size), srt)) for q in (a, 1 - a)]
+    err = max(abs(lo - ref[0]), abs(hi - ref[1]))
+    return [
+        rejects("decision_control_past_bound", past.decision != FAILS,
+                "replicates 3 interval widths above the bound must FAIL"),
+        rejects("decision_control_straddling", straddle.decision != INCONCLUSIVE,
+                "replicates centred on the bound must be INCONCLUSIVE, not HOLD"),
+        rejects("decision_control_blocked", combine([held])[0] == HOLDS,
+                "a blocked comparison that holds must not HOLD"),
+        at_most("percentile_interval_vs_direct", err, 0.0,
+                fp_tol(1e-12 * max(1.0, abs(ref[0]), abs(ref[1])),
+                       "linear interpolation of the same sorted float64 values: a few ε"),
+                label="|percentile_interval − linear interpolation of the sorted resamples| "
+                "(first model, rival (a))"),
+    ]  # fmt: skip
+
+
+# -- regression against the stored reference ----------------------------------------------------
+def _num(v):
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def flatten(ms, tables) -> dict:
+    """Every number of the measurements ``ms`` and the ``tables`` as ``{name: float}``."""
+    out = {m.key: float(m.value) for m in ms if _num(m.value)}
+    for t in tables:
+        for i, row in enumerate(t.rows):
+            for j, v in enumerate(row):
+                if _num(v):
+                    out[f"{t.key}[{i}][{t.columns[j]}#{j}]"] = float(v)
+    return out
+
+
+def _deviation(v, r, floor: float) -> float:
+    if v is None or r is None:
+        return math.inf
+    if math.isnan(r) or math.isnan(v):
+        return 0.0 if math.isnan(r) and math.isnan(v) else math.inf
+    return abs(v - r) / max(abs(r), floor)
+
+
+def regression(key: str, values: dict, ref: dict, tol: float, reason: str, what: str,
+               floor: float = 1e-2) -> list:
+    """Max relative deviation of ``values`` from ``ref`` over every name of either (missing on
+    one side: inf) ≤ ``tol``; and how many numbers were compared."""
+    devs = {k: _deviation(values.get(k), ref.get(k), floor) for k in sorted({*values, *ref})}
+    worst = max(devs, key=devs.get) if devs else ""
+    shown = f"{worst}: {values.get(worst)!r} vs {ref.get(worst)!r}" if worst else "none"
+    return [
+        at_most(key, devs.get(worst, math.inf), 0.0, fp_tol(tol, reason),
+                label=f"max relative deviation of {what} from the stored reference (worst: "
+                f"{shown})"),
+        info(f"{key}_count", len(devs), label=f"numbers compared by {key}"),
+    ]  # fmt: skip
+
+
+def load_reference() -> dict:
+    p = resources.files("posflow.proofs_checks.claims").joinpath("references", REFERENCE)
+    return json.loads(p.read_text()) if p.is_file() else {}
+
+
+def regression_measurements(part: str, identity: str, values: dict, size: str, tol, reason,
+                            what: str) -> list:
+    """``part`` (a model tag or "smollm2_study") against its stored reference at ``size``,
+    compared only when the reference was made from the same ``identity``; with a negative
+    control (one reference number moved by 10× the tolerance)."""
+    refs = load_reference().get(size, {}).get(part, [])
+    ref = next((r for r in refs if r["identity"] == identity), None)
+    key = f"{part}.regression_vs_reference"
+    if ref is None:
+        have = "; ".join(repr(r["identity"]) for r in refs) or "none"
+        return [info(key, f"not compared: no stored reference of this run ({identity!r}); "
+                     f"stored: {have}")]  # fmt: skip
+    vals = ref["values"]
+    name = next(k for k, v in vals.items() if v)
+    moved = {**vals, name: vals[name] * (1 + 10 * tol)}
+    return [
+        *regression(key, values, vals, tol, reason, what),
+        rejects(f"{part}.regression_control_one_number_moved",
+                regression("c", values, moved, tol, reason, what)[0],
+                f"the reference's {name} moved by 10× the tolerance"),
+    ]
+
+
+# -- mutant wrappers (registered in pb15_measured_lm) ---------------------------------------
+def residual_dropped(original):
+    @functools.wraps(original)
+    def step(self, p, lam):
+        return self._apply(p)
+
+    return step
+
+
+def influence_is_attention(original):
+    @functools.wraps(original)
+    def measure(model, input_ids, **kw):
+        from posflow.simulate.rollout import influence
+
+        m = original(model, input_ids, **kw)
+        if m.influence is not None and m.attention is not None:
+            p = influence(m.kernels(), np.ones(m.num_layers))
+            m.influence_raw = p * m.influence_raw.sum()
+            m.influence = p
+        return m
+
+    return measure
+
+
+def influence_float32(original):
+    @functools.wraps(original)
+    def influence(kernels, lambdas, *a, **kw):
+        return np.asarray(original(kernels, lambdas, *a, **kw), dtype=np.float32).astype(float)
+
+    return influence
+
+
+def loosened_rival(original):
+    @functools.wraps(original)
+    def rival_decision(label, d, level, bound):
+        dec = original(label, d, level, bound)
+        dec.lo = dec.hi = dec.estimate  # the interval dropped: judged on the point estimate
+        return dec
+
+    return rival_decision
