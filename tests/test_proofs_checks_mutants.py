@@ -8,10 +8,6 @@ from posflow.proofs_checks.kit import _mutants as mut
 from posflow.proofs_checks.kit._registry import Context, Evidence, get_claim
 
 PAIRS = [(cid, m.name) for cid, ms in mut.all_mutants().items() for m in ms]
-PB15_LIVE_ONLY = {"lambda-of-next-layer"}
-"""PB15 mutants that only the regression against SmolLM2's stored numbers can see (the toy LM's
-reference applies only to the exact weights it was stored from, and a fresh checkout trains its
-own toy): these run with SmolLM2 measured."""
 
 
 def test_every_claim_has_two_mutants():
@@ -32,7 +28,7 @@ def test_mutants_cover_the_breaks_the_issue_names():
 def test_mutant_is_killed(cid, name, monkeypatch):
     claim = get_claim(cid)
     base = _baseline(cid)
-    if cid == "PB15" and name not in PB15_LIVE_ONLY:
+    if cid == "PB15":
         # PB15's SmolLM2 sub-verdict runs the same routines as its toy LM (the unmutated run
         # above measures both); under a mutant only the toy is re-measured, to keep the suite
         # inside its time budget. The kill must then come from a toy comparison.

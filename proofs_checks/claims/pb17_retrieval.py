@@ -351,7 +351,9 @@ add_mutant("PB17", "logprob-wrong-offset", "posflow.simulate.models.retrieval:_v
 
 
 
-add_mutant(("PB15", "PB17"), "lambda-of-next-layer", "posflow.simulate.models.measure:measure",
+# (PB15's regression against SmolLM2's stored numbers also kills it — `posflow verify --mutants
+# PB15` with the model installed — but the suite measures only the toy LM under PB15's mutants.)
+add_mutant("PB17", "lambda-of-next-layer", "posflow.simulate.models.measure:measure",
            R.lambda_next_layer, "the measured λ_t of layer t is layer t + 1's (cyclically)")
 add_mutant("PB17", "decide-on-point-estimate",
            "posflow.proofs_checks.claims.pb17_refs:decision_measurement", R.decide_on_estimate,
