@@ -403,3 +403,71 @@ def test_stylized_is_reproducible():
 def test_bad_input_names_the_argument(data, call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# routes and frames (posflow.simulate._routes): default route, ranges, messages
+# ---------------------------------------------------------------------------------------------
+
+import posflow.simulate.transport as tp  # noqa: E402
+
+THETA = np.array([[0.1, -0.2], [0.3, 0.5], [-0.7, 0.2], [0.4, 0.4]])  # partial sums stay in (−π, π]
+
+
+def rot(a):
+    return np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+
+
+def test_route_functions_default_to_from_source():
+    n = THETA.shape[0]
+    # from_source by loops: Φ_t = Σ_{s<t} θ_s, φ_t = Σ_{s≥t} θ_s, route j→i = Σ_{s=j}^{i−1} θ_s
+    prefix = np.array([sum((THETA[s] for s in range(t)), np.zeros(2)) for t in range(n)])
+    suffix = np.array([sum((THETA[s] for s in range(t, n)), np.zeros(2)) for t in range(n)])
+    np.testing.assert_allclose(tp.absolute_angles(THETA), prefix, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(tp.suffix_angles(THETA), suffix, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(tp.route_angles(THETA, 1, 3), THETA[1] + THETA[2], rtol=0,
+                               atol=1e-15)  # fmt: skip
+    a = THETA[:, 0]
+    steps = np.stack([rot(x) for x in a])
+    frames = tp.frame_prefix(steps)  # G_t = M_{t−1} ⋯ M_0 = R(Σ_{s<t} a_s)
+    for t in range(n):
+        np.testing.assert_allclose(frames[t], rot(sum(a[:t])), rtol=0, atol=1e-15)
+
+
+def test_frames_of_one_step():
+    step = rot(0.3)[None]
+    np.testing.assert_allclose(tp.frame_prefix(step, "from_source"), np.eye(2)[None], atol=0)
+    np.testing.assert_allclose(tp.frame_prefix(step, "path"), step, rtol=0, atol=0)
+
+
+def test_wrap_angle_passes_nan_and_closes_at_pi():
+    out = tp.wrap_angle([np.nan, 3 * math.pi, -math.pi, 0.5])
+    assert math.isnan(out[0])
+    np.testing.assert_allclose(out[1:], [math.pi, math.pi, 0.5], rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: tp.route_angles(np.zeros((3, 2)), 0, 3), "need 0 <= j <= i < n = 3; got j=0, i=3"),
+        (lambda: tp.route_product(np.zeros((3, 2, 2)), 1, 3),
+         "need 0 <= j <= i < n = 3; got j=1, i=3"),
+        (lambda: tp.absolute_angles(np.zeros(3)), "theta must be a 2-d array; got shape (3,)"),
+        (lambda: tp.suffix_angles(np.zeros(3)), "theta must be a 2-d array; got shape (3,)"),
+        (lambda: tp.route_angles(np.zeros(3), 0, 0), "theta must be a 2-d array; got shape (3,)"),
+        (lambda: tp.route_product(np.zeros((2, 2)), 0, 0),
+         "steps must be a 3-d array; got shape (2, 2)"),
+        (lambda: tp.frame_prefix(np.zeros((2, 2))), "steps must be a 3-d array; got shape (2, 2)"),
+        (lambda: tp.frame_prefix(np.zeros((2, 2, 3))),
+         "steps must have shape (n, d, d) with n >= 1; got (2, 2, 3)"),
+        (lambda: tp.frame_prefix(np.zeros((0, 2, 2))),
+         "steps must have shape (n, d, d) with n >= 1; got (0, 2, 2)"),
+        (lambda: tp.frame_prefix(np.stack([np.eye(2), (1 + 1e-6) * np.eye(2)])),
+         "steps must be orthogonal to atol=1e-08; step 1 has max|M Mᵀ − I| = 2e-06"),
+        (lambda: tp.wrap_angle("abc"), "x must be an array of numbers"),
+    ],
+)
+def test_route_errors_are_exact(call, message):
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    assert str(info.value) == message

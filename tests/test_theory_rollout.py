@@ -509,3 +509,166 @@ def test_symbolic_kernel_default_names_and_nonnegative_symbols():
     assert A == sp.Matrix([[a00, 0], [a10, a11]])
     assert all(s.is_nonnegative for s in syms)
     assert sp.sqrt(a10**2) == a10  # simplification that needs a10 ≥ 0
+
+
+# ------------------------------------------------ theory._summability: the guards of its tests
+
+import posflow.theory._summability as summability  # noqa: E402
+from posflow.theory._summability import _definite, _sympy_opinion  # noqa: E402
+
+_x = sp.Symbol("x", positive=True)
+_unevaluated_limit = sp.Limit(sp.sin(_x) * sp.gamma(_x) ** _x, _x, sp.oo)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        3,  # not a sympy expression
+        sp.Abs(_unevaluated_limit),  # real-valued, but an unevaluated limit
+        sp.AccumBounds(-1, 1),  # extended real, but a set of limit points
+        sp.Abs(sp.nan, evaluate=False),  # real-typed wrappers around nan and zoo
+        sp.Abs(sp.zoo, evaluate=False),
+        sp.Piecewise((1, _x > 1), (0, True)),
+        sp.I,
+    ],
+    ids=["None", "int", "limit", "bounds", "nan", "zoo", "piecewise", "imaginary"],
+)
+def test_limits_that_are_not_definite_are_not_reasoned_with(value):
+    assert _definite(value) is False
+
+
+@pytest.mark.parametrize("value", [sp.oo, -sp.oo, half, sp.log(2)], ids=str)
+def test_definite_limits_are_extended_reals(value):
+    assert _definite(value) is True
+
+
+def test_sympy_opinion_says_true_for_divergence():
+    assert _sympy_opinion(1 / (t + 1), t) is True  # harmonic series
+    assert _sympy_opinion(half**t, t) is False  # geometric series
+
+
+def test_limits_without_a_value_are_none():
+    assert summability._limit(sp.sin(_x), _x) is None  # sin has no limit at ∞ (AccumBounds)
+    assert summability._limit(1 / _x, _x) == 0
+
+
+def _log_scale(x):
+    L1 = sp.log(x)
+    L2 = sp.log(L1)
+    return L1, L2, sp.log(L2)
+
+
+def test_log_scale_tests_reach_log_log_log_t():
+    # Bertrand: Σ 1/(t L1 L2 L3^p) converges iff p > 1; e_0 = e_1 = e_2 = -1, e_3 = -p
+    L1, L2, L3 = _log_scale(_x)
+    assert summability._decide_positive(1 / (_x * L1 * L2 * L3**2), _x) is False
+    # p = 1 needs L_5 = log L_4, beyond the documented depth (scales up to L_4): undecided
+    assert summability._decide_positive(1 / (_x * L1 * L2 * L3), _x) is None
+
+
+@pytest.mark.parametrize(
+    ("g", "hide_term", "expected"),
+    [
+        ((_x + 2) / (2 * _x + 2), False, True),  # term test: g -> 1/2 > 0
+        (2**-_x, False, False),  # ratio test: 1/2 < 1
+        (sp.Rational(3, 2) ** _x, True, True),  # ratio test: 3/2 > 1 (the term test would say so)
+    ],
+    ids=["term", "ratio<1", "ratio>1"],
+)
+def test_term_and_ratio_tests_decide_without_the_log_scale(monkeypatch, g, hide_term, expected):
+    # hide the log-scale limits (and, with hide_term, the term limit) so that the remaining
+    # comparison test must decide; the verdicts are those of the series themselves
+    real = summability._limit
+
+    def limit(expr, x):
+        hidden = expr.has(sp.log) or (hide_term and expr == g)
+        return None if hidden else real(expr, x)
+
+    monkeypatch.setattr(summability, "_limit", limit)
+    assert summability._decide_positive(g, _x) is expected
+
+
+def test_truth_reads_only_definite_booleans():
+    a = sp.Symbol("a")
+    assert summability._truth(True) is True and summability._truth(sp.true) is True
+    assert summability._truth(False) is False and summability._truth(sp.false) is False
+    assert summability._truth(a > 0) is None
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        # provable for every t ≥ 0 from t's assumptions (integer, nonnegative): generic message
+        (-(t + 1) / 2, "schedule must lie in [0, 1] for t = 0, 1, 2, ...; got -t/2 - 1/2"),
+        (1 + 1 / (t + 1), "schedule must lie in [0, 1] for t = 0, 1, 2, ...; got 1 + 1/(t + 1)"),
+        # found only at a sample point
+        (sp.sin(t) / t, "schedule must be finite at every t >= 0; got nan at t = 0"),
+        (sp.sqrt(t - 1), "schedule must be real; got I at t = 0"),
+        (sp.Symbol("a") / t, "schedule must be finite at every t >= 0; got zoo*a at t = 0"),
+    ],
+    ids=["negative", "above-one", "nan", "imaginary", "zoo-times-parameter"],
+)
+def test_schedule_range_errors_are_exact(schedule, message):
+    with pytest.raises(ValueError) as info:
+        ro.collapses(schedule, t)
+    assert str(info.value) == message
+
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        (sp.sin(t), "schedule must lie in [0, 1]; got sin(4) at t = 4"),  # sin(4) < 0
+        ("1/2", "schedule must be a sympy expression or a number; got '1/2'"),
+        ([1], "schedule must be a sympy expression or a number; got [1]"),
+        (half / (sp.Symbol("t") + 1),
+         "schedule contains a symbol named 't' that is not t (different sympy assumptions); "
+         "build the schedule with the same Symbol you pass as t"),
+    ],
+    ids=["sampled-negative", "string", "list", "twin"],
+)
+def test_collapse_argument_errors_are_exact(schedule, message):
+    with pytest.raises((TypeError, ValueError)) as info:
+        ro.collapses(schedule, t)
+    assert str(info.value) == message
+
+
+def test_collapse_reads_fractions_and_sums_as_a_whole():
+    assert ro.collapses(Fraction(2, 3), t) is True  # a positive constant schedule
+    # 1/2 − 1/(2(t+2)) → 1/2: diverges (its additive parts are not a factor and a decay)
+    assert ro.collapses(half - 1 / (2 * (t + 2)), t) is True
+
+
+def test_collapse_returns_none_when_sympy_disagrees(monkeypatch):
+    def opinion(schedule, t_):  # sympy "converges" where the comparison tests say diverges
+        assert schedule == half / (t + 1) and t_ is t
+        return False
+
+    monkeypatch.setattr(summability, "_sympy_opinion", opinion)
+    assert ro.collapses(half / (t + 1), t) is None  # cross-checked by default
+    assert ro.collapses(half / (t + 1), t, cross_check=False) is True
+
+
+def test_constant_schedule_of_unknown_sign_is_undecided():
+    # a constant λ ≥ 0 collapses only if λ > 0 is known; λ = a ≥ 0 might be 0
+    assert ro.collapses(sp.Symbol("a", nonnegative=True), t) is None
+    assert ro.collapses(sp.Symbol("a", positive=True), t) is True
+
+
+def test_sympy_opinion_is_none_when_sympy_is_undecided(monkeypatch):
+    class Undecided:  # a Sum whose is_convergent() is an undecided condition
+        def __init__(self, *args):
+            pass
+
+        def is_convergent(self):
+            return sp.Symbol("a") < 1
+
+    monkeypatch.setattr(summability.sp, "Sum", Undecided)
+    assert _sympy_opinion(half**t, t) is None
+
+
+def test_collapse_splits_off_a_constant_factor_not_a_constant_term():
+    # 1/4 + 1/(4 (t+1)^2) -> 1/4 > 0 diverges; split additively it would look like a p-series
+    q = sp.Rational(1, 4)
+    assert ro.collapses(q + q / (t + 1) ** 2, t) is True

@@ -638,3 +638,44 @@ def test_derivation_summary_lists_the_fields_in_order():
         b: str
 
     assert Facts(1, "x").summary() == "Facts\n  a: 1\n  b: x"
+
+
+# the argument checks of the tail bounds (theory._transport_tails): exact messages and edges
+_TAIL_ERRORS = [
+    (lambda: tr.levy_tail(1, 0.1), "d must be an integer >= 2; got np.int64(1)"),
+    (lambda: tr.levy_tail(3, -0.5), "eps must be >= 0; got np.float64(-0.5)"),
+    (lambda: tr.sphere_coordinate_tail(1, 0.1), "d must be an integer >= 2; got np.int64(1)"),
+    (lambda: tr.sphere_coordinate_tail(3, -0.5), "eps must be >= 0; got np.float64(-0.5)"),
+    (lambda: tr.hoeffding_tail(-1, [1.0], [1.0]), "t must be >= 0; got np.float64(-1.0)"),
+    (lambda: tr.hoeffding_tail(1, [-1.0], [1.0]),
+     "q_norms must be >= 0; got np.float64(-1.0) at index 0"),
+    (lambda: tr.hoeffding_tail(1, [1.0], [-1.0]),
+     "k_norms must be >= 0; got np.float64(-1.0) at index 0"),
+    (lambda: tr.hoeffding_tail(1, [[1.0]], [[1.0]]),
+     "q_norms must be a 1-D array with B >= 1 entries; got shape (1, 1)"),
+    (lambda: tr.hoeffding_tail(1, [], []),
+     "q_norms must be a 1-D array with B >= 1 entries; got shape (0,)"),
+    (lambda: tr.score_gap_union_bound(-1, 1, 1), "t must be >= 0; got np.float64(-1.0)"),
+    (lambda: tr.score_gap_union_bound(0.5, 0, 1), "M must be an integer >= 1; got np.int64(0)"),
+    (lambda: tr.score_gap_union_bound(0.5, 1, 0), "d must be an integer >= 1; got np.int64(0)"),
+    (lambda: tr.score_gap_union_bound(0.5, 1, 1, rate=0), "rate must be > 0; got np.float64(0.0)"),
+    (lambda: tr.score_gap_quantile(0, 1, 1), "delta must be in (0, 1]; got np.float64(0.0)"),
+    (lambda: tr.score_gap_quantile(1.5, 1, 1), "delta must be in (0, 1]; got np.float64(1.5)"),
+    (lambda: tr.score_gap_quantile(0.5, 0, 1), "M must be an integer >= 1; got np.int64(0)"),
+    (lambda: tr.score_gap_quantile(0.5, 1, 0), "d must be an integer >= 1; got np.int64(0)"),
+    (lambda: tr.score_gap_quantile(0.5, 1, 1, rate=0), "rate must be > 0; got np.float64(0.0)"),
+    (lambda: tr.score_gap_quantile(0.5, 1, 1, rate=-1), "rate must be > 0; got np.float64(-1.0)"),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), _TAIL_ERRORS)
+def test_tail_argument_errors_are_exact(call, message):
+    with pytest.raises((TypeError, ValueError)) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_tail_bounds_at_the_smallest_arguments():
+    # M = 1, d = 1, δ = 1: 2 M e^{-c d t²} and √(ln(2M/δ)/(c d)) typed in
+    assert tr.score_gap_union_bound(0.5, 1, 1) == pytest.approx(2 * math.exp(-0.125), rel=1e-15)
+    assert tr.score_gap_quantile(1.0, 1, 1) == pytest.approx(math.sqrt(2 * math.log(2)), rel=1e-15)

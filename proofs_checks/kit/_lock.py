@@ -10,7 +10,8 @@ expected to HOLD, the verdict it reaches and why — like pytest's ``xfail``:
 
 Every claim not listed is expected to HOLD. ``full`` (or ``quick``) overrides the verdict for one
 size. A check whose evidence declares an optional input absent (``Evidence.absent``: torch, or a
-model that is not installed) is expected INCONCLUSIVE, or the entry's ``absent`` verdict.
+model that is not installed) is expected INCONCLUSIVE, or the entry's ``absent`` verdict (one
+verdict, or ``{ quick = …, full = … }``).
 ``posflow verify`` exits 0 when every verdict equals its expectation and 1 when any differs or a
 check errors; the report shows the expectation beside each verdict.
 """
@@ -38,7 +39,9 @@ class Expectation:
     full: str = HOLDS
     reason: str = ""
     absent: str = INCONCLUSIVE
-    """The verdict when the evidence declares an optional input absent."""
+    """The verdict when the evidence declares an optional input absent (quick size)."""
+    absent_full: str = INCONCLUSIVE
+    """The same at full size."""
 
     def at(self, size: str, absent=()) -> str:
         """The expected verdict at ``size`` ("quick" or "full"); the ``absent`` verdict when the
@@ -46,7 +49,7 @@ class Expectation:
         if size not in ("quick", "full"):
             raise ValueError(f"size must be 'quick' or 'full'; got {size!r}")
         if absent:
-            return self.absent
+            return self.absent if size == "quick" else self.absent_full
         return self.quick if size == "quick" else self.full
 
 
@@ -62,13 +65,20 @@ def _parse(table: dict, source: str) -> dict[str, Expectation]:
         verdict = entry.get("verdict", HOLDS)
         quick, full = entry.get("quick", verdict), entry.get("full", verdict)
         absent = entry.get("absent", INCONCLUSIVE)
-        for v in (verdict, quick, full, absent):
+        if isinstance(absent, dict):
+            if set(absent) - {"quick", "full"}:
+                raise ValueError(f"{where}: absent takes quick and full; got {sorted(absent)}")
+            absent_full = absent.get("full", INCONCLUSIVE)
+            absent = absent.get("quick", INCONCLUSIVE)
+        else:
+            absent_full = absent
+        for v in (verdict, quick, full, absent, absent_full):
             if v not in STATUSES:
                 raise ValueError(f"{where}: verdict must be one of {STATUSES}; got {v!r}")
         reason = entry.get("reason", "")
         if (quick != HOLDS or full != HOLDS) and not str(reason).strip():
             raise ValueError(f"{where}: an expected {quick}/{full} needs a reason")
-        out[cid] = Expectation(cid, quick, full, str(reason), absent)
+        out[cid] = Expectation(cid, quick, full, str(reason), absent, absent_full)
     return out
 
 
