@@ -21,6 +21,7 @@ from posflow.proofs_checks.kit import (
     U_END_MARGIN,
     U_MARGINS,
     U_MIN_DEPTH,
+    U_TEST,
     Context,
     Evidence,
     Relaxation,
@@ -34,6 +35,7 @@ from posflow.proofs_checks.kit import (
     holds,
     info,
     is_u,
+    loose_is_u,
     param_tol,
     register,
     rejects,
@@ -385,7 +387,7 @@ add_mutant("PB11", "content-sign-flipped", "posflow.simulate.kernels:alibi_kerne
 add_mutant("PB11", "lambda-1%-high", "posflow.simulate._alibi:AlibiKernel._residual_step",
            _lambda_scaled_step(1.01), "each residual step mixes with 1.01·λ")  # fmt: skip
 _U = "posflow.proofs_checks.kit._u_test"
-add_mutant("PB11", "u-test-or-for-and", f"{_U}:is_u", refs.loose_is_u,
+add_mutant("PB11", "u-test-or-for-and", U_TEST, loose_is_u,
            "the U test accepts the argmin away from the ends OR a deep dip")  # fmt: skip
 add_mutant("PB11", "valley-depth-vs-higher-end", f"{_U}:valley", refs.loose_valley,
            "the dip depth measured against the higher end instead of the lower")  # fmt: skip

@@ -34,7 +34,6 @@ from posflow.simulate.rollout import stationary_profiles
 
 __all__ = [
     "SHAPES",
-    "loose_is_u",
     "loose_plane_judge",
     "loose_profile_shape",
     "loose_valley",
@@ -174,17 +173,6 @@ def u_controls(n, depth_tol, margin_tol):
 
 # ------------------------------------------------------------------------------------------
 # mutants: loosened judges
-
-
-def loose_is_u(original):
-    """``or`` for ``and``: the argmin away from the ends OR a deep enough dip."""
-
-    @functools.wraps(original)
-    def is_u_loose(p, depth=U_MIN_DEPTH, margin=U_END_MARGIN):
-        _, d, away = valley(p, margin)
-        return away or d >= depth
-
-    return is_u_loose
 
 
 def loose_valley(original):

@@ -18,6 +18,7 @@ from posflow.proofs_checks.kit import (
     U_END_MARGIN,
     U_MARGINS,
     U_MIN_DEPTH,
+    U_TEST,
     Context,
     Evidence,
     Table,
@@ -30,6 +31,7 @@ from posflow.proofs_checks.kit import (
     fp_tol,
     info,
     is_u,
+    loose_is_u,
     param_tol,
     register,
     rejects,
@@ -380,8 +382,8 @@ add_mutant("PB14", "content-sign-flipped", "posflow.simulate.kernels:alibi_kerne
            "the kernel applies diagonal content −c")  # fmt: skip
 
 
-add_mutant("PB14", "u-test-or-for-and", "posflow.proofs_checks.kit._u_test:is_u",
-           refs.loose_is_u, "the U test accepts the argmin away from the ends OR "
+add_mutant("PB14", "u-test-or-for-and", U_TEST,
+           loose_is_u, "the U test accepts the argmin away from the ends OR "
            "a deep dip")  # fmt: skip
 add_mutant("PB14", "u-judge-or-for-and",
            "posflow.proofs_checks.claims.pb14_real_configs_refs:u_judge", refs.loose_u_judge,

@@ -40,7 +40,6 @@ from posflow.simulate.rollout import diagonal
 __all__ = [
     "MODELS",
     "float32_lambdas",
-    "loose_is_u",
     "loose_u_judge",
     "profiles_figure",
     "raw_config",
@@ -209,17 +208,6 @@ def loose_u_judge(original):
         return holds(key, away or d >= U_MIN_DEPTH, tol, label=label)
 
     return judge
-
-
-def loose_is_u(original):
-    """``or`` for ``and`` in the kit's U test."""
-
-    @functools.wraps(original)
-    def is_u_loose(p, depth=U_MIN_DEPTH, margin=U_END_MARGIN):
-        _, d, away = valley(p, margin)
-        return away or d >= depth
-
-    return is_u_loose
 
 
 def float32_lambdas(original):

@@ -15,8 +15,10 @@ __all__ = [
     "STYLIZED",
     "STYLIZED_INPUTS",
     "SUMMABILITY_TEST",
+    "U_TEST",
     "constant_result",
     "leaky_residual_step",
+    "loose_is_u",
     "negated_result",
     "reversed_layer_order",
     "scaled_argument",
@@ -32,6 +34,7 @@ DENSE_APPLY = "posflow.simulate.kernels:DenseKernel._apply"
 STYLIZED = "posflow.simulate._stylized:stylized_attention"
 STYLIZED_INPUTS = "posflow.simulate._stylized:_draw_inputs"
 SUMMABILITY_TEST = "posflow.theory._summability:_decide_positive"
+U_TEST = "posflow.proofs_checks.kit._u_test:is_u"
 
 
 def reversed_layer_order():
@@ -148,3 +151,16 @@ def negated_result(original):
         return None if v is None else not v
 
     return decide
+
+
+def loose_is_u(original):
+    """For :data:`U_TEST`: ``or`` for ``and`` — the argmin away from the ends OR a deep enough
+    dip (PB11 and PB14: their flat / shallow-dip / end-dip controls must catch it)."""
+    from posflow.proofs_checks.kit._u_test import U_END_MARGIN, U_MIN_DEPTH, valley
+
+    @functools.wraps(original)
+    def is_u_loose(p, depth=U_MIN_DEPTH, margin=U_END_MARGIN):
+        _, d, away = valley(p, margin)
+        return away or d >= depth
+
+    return is_u_loose
