@@ -10,8 +10,8 @@ oracle is the fixed list of test files ``ORACLE`` (mutmut runs, for each mutant,
 these files that call the mutated function; changing the list makes mutmut retest everything).
 Each run is ``nice -n 19 mutmut run --max-children 1 'posflow.<shard>.*'`` (one worker: the
 machine is shared; ``--children N`` to use more). Equivalent and backend-only survivors are listed
-with their reasons in ``benchmarks/mutation_equivalent.toml``; ``--survivors SHARD`` prints the
-diffs of the survivors not yet triaged.
+with their reasons in ``benchmarks/mutation_equivalent/SHARD.toml``; ``--survivors SHARD`` prints
+the diffs of the survivors not yet triaged.
 
 Why a staging folder: mutmut 3 names a mutant after its file path (``simulate/_mixing.py`` ->
 ``simulate._mixing``) and its trampolines compare that name with the function's ``__module__``
@@ -46,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STAGE = ROOT / ".mutation"
 RESULTS = ROOT / "benchmarks" / "results"
-EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent.toml"
+EQUIVALENT = ROOT / "benchmarks" / "mutation_equivalent"  # one SHARD.toml per shard
 LAYOUT = {"posflow": "src/posflow", "posflow/theory": "theory", "posflow/simulate": "simulate",
           "posflow/proofs_checks": "proofs_checks"}  # fmt: skip
 
@@ -55,8 +55,10 @@ LAYOUT = {"posflow": "src/posflow", "posflow/theory": "theory", "posflow/simulat
 ORACLE = [f"tests/test_{name}.py" for name in (
     "simulate_mixing", "simulate_nulls", "simulate_kernels", "simulate_rollout", "simulate_backend",
     "simulate_route_moments", "simulate_orthogonal", "simulate_concentration", "simulate_transport",
-    "simulate_values", "simulate_householder", "theory_rollout", "theory_transport",
-    "theory_continuum", "dichotomy")]  # fmt: skip
+    "simulate_values", "simulate_householder", "simulate_alibi", "theory_rollout",
+    "theory_transport", "theory_continuum", "theory_drift", "theory_hausdorff",
+    "theory_summability", "theory_transport_angles", "theory_transport_mass",
+    "theory_transport_values", "theory_transport_windows", "dichotomy")]  # fmt: skip
 # The shards: one module each (dotted, below posflow), the numerical core of simulate/ first.
 SHARDS = [
     "simulate._mixing", "simulate.nulls", "simulate.kernels", "simulate._kernel", "simulate._alibi",
@@ -174,12 +176,12 @@ def diffs(shard: str, names) -> dict[str, str]:
 
 def equivalents(table: str | None = None) -> dict[str, str]:
     """Triaged survivors: ``table`` "equivalent" or "backend_only", or both (None)."""
-    if not EQUIVALENT.exists():
-        return {}
-    data = tomllib.loads(EQUIVALENT.read_text())
-    if table is not None:
-        return data.get(table, {})
-    return {**data.get("equivalent", {}), **data.get("backend_only", {})}
+    out: dict[str, str] = {}
+    for path in sorted(EQUIVALENT.glob("*.toml")):
+        data = tomllib.loads(path.read_text())
+        for name in ("equivalent", "backend_only") if table is None else (table,):
+            out.update(data.get(name, {}))
+    return out
 
 
 def report() -> str:
@@ -239,7 +241,7 @@ def report() -> str:
         *[f"- {s}: {r['date']}, {r['wall_s'] / 60:.1f} min, load {r['load']}"
           for s, r in runs.items()],
         "",
-        "## Equivalent mutants (benchmarks/mutation_equivalent.toml, [equivalent])",
+        "## Equivalent mutants (benchmarks/mutation_equivalent/SHARD.toml, [equivalent])",
         "",
         "| mutant | why it cannot change any result |",
         "|---|---|",
