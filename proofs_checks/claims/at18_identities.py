@@ -75,6 +75,8 @@ def _fp_chunked(n: int, d: int, chunk: int, scale: float) -> tuple[float, str]:
 
 
 _T = "posflow.simulate.transport"
+_M = "posflow.simulate.models"
+_S = f"{_M}.schemes"
 _LOOP = "the 2×2-matrix route product written as a loop in the check (at18_identities_refs)"
 _DENSE = ("the dense route products of simulate.identities (plain loops; dense_scores is itself "
           "compared with the check's 2×2 loop)")
@@ -97,7 +99,19 @@ _CITES = (
     cite(f"{_T}:frame_prefix", _DENSE, "frames_from_source", "frames_path"),
     cite(f"{_T}:orthogonal_scores", _DENSE, "orthogonal_scores_from_source",
          "orthogonal_scores_path"),
+    # torch (simulate.models): the scheme's own angles or Householder steps through dense
+    # route products (simulate.identities) and lm.Attention's hooks, in float64
+    cite(f"{_S}:suffix_sum", _DENSE + " of the scheme's angles",
+         "torch_random_qk_scores", "torch_learned_qk_scores"),
+    cite(f"{_S}:rotate_half", _DENSE + " of the scheme's angles",
+         "torch_random_qk_scores", "torch_random_qkv_output"),
+    cite(f"{_S}:path_scores", "q_iᵀ H_i ⋯ H_{j+1} k_j, dense matrices of the scheme's steps",
+         "torch_path_scores"),
+    cite(f"{_M}.lm:RoPE._rotate",
+         "dense rotations R(i f) of simulate.identities; learned angles at zero initialisation",
+         "torch_rope_scores", "torch_zero_init_learned_vs_rope"),
 )  # fmt: skip
+_TORCH_KEYS = sorted({k for c in _CITES if c.routine.startswith(_M) for k in c.keys})
 
 _TORCH_SCHEMES = ("rope", "random_qk", "random_qkv", "learned_qk", "learned_qkv", "path")
 
@@ -147,13 +161,8 @@ def _torch_part(rng, n: int, H: int, d: int) -> tuple[list, list]:
     try:
         import torch  # noqa: F401
     except ImportError as exc:  # pragma: no cover - torch is a dependency of the LM
-        miss = undecided(
-            "torch_schemes",
-            float("nan"),
-            f"torch is not importable ({exc})",
-            label="torch schemes vs dense route products",
-        )
-        return [miss], []
+        why = f"torch is not importable ({exc})"
+        return [undecided(k, float("nan"), why, label=_label(k)) for k in _TORCH_KEYS], []
     from posflow.simulate.models.scheme_identities import torch_identity_errors
 
     terr, scale = torch_identity_errors(int(rng.integers(2**31)), n, H, d, _TORCH_SCHEMES)
@@ -284,7 +293,6 @@ def _carry_skips_last_step(original):
     return carry
 
 
-_S = "posflow.simulate.models.schemes"
 _HH = "posflow.simulate._householder"
 add_mutant(
     "AT18",
