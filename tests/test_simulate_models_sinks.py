@@ -115,3 +115,67 @@ def test_per_sequence_influence_and_its_bootstrap(llama):
     np.testing.assert_array_equal(B, m.bootstrap_influence(reps=50, seed=1))
     with pytest.raises(ValueError, match="reps"):
         m.bootstrap_influence(reps=0)
+
+
+# ------------------------------------------------------ Sink_ε (Gu et al. 2025) on synthetic heads
+
+
+def random_causal_heads(rng, shape, n):
+    """Row-stochastic causal attention of shape (*shape, n, n) with random rows."""
+    A = np.tril(rng.random((*shape, n, n)) + 1e-3)
+    return A / A.sum(axis=-1, keepdims=True)
+
+
+def loop_sink_scores(A, key, windows):
+    """α_k^{t,h} by explicit loops over layers, heads and the queries that see the key."""
+    L, H, n, _ = A.shape
+    out = np.zeros((L, H))
+    for t in range(L):
+        for h in range(H):
+            w = n if windows[t] is None else windows[t]
+            seen = [i for i in range(n) if i >= key and i - key < w]
+            out[t, h] = sum(A[t, h, i, key] for i in seen) / len(seen)
+    return out
+
+
+@pytest.mark.parametrize(("key", "windows"), [(0, [None, None, None]), (0, [3, None, 2]),
+                                              (2, [None, 4, 1]), (6, [2, 2, 2])])  # fmt: skip
+def test_sink_scores_match_the_loop_definition(key, windows):
+    A = random_causal_heads(np.random.default_rng(key), (3, 2), 7)
+    np.testing.assert_allclose(sinks.sink_scores(A, key=key, windows=windows),
+                               loop_sink_scores(A, key, windows), rtol=1e-14)  # fmt: skip
+
+
+def test_sink_rate_counts_the_heads_above_eps():
+    """Planted sinks: heads (0, 1), (2, 0), (2, 3) put 0.6 of every row i ≥ 1 on token 0
+    (α = (1 + 0.6 (n − 1))/n > 0.3); the other heads spread rows uniformly (α = H_n/n < 0.3
+    at n = 12)."""
+    L, H, n = 3, 4, 12
+    A = np.tril(np.ones((L, H, n, n))) / np.arange(1, n + 1)[:, None]
+    for t, h in [(0, 1), (2, 0), (2, 3)]:
+        A[t, h, 1:] *= 0.4
+        A[t, h, 1:, 0] += 0.6
+    assert np.allclose(A.sum(axis=-1), 1)
+    assert float(sinks.sink_rate(A)) == 3 / (L * H)
+    assert float(sinks.sink_rate(A, eps=0.9)) == 0.0
+    batch = np.stack([A, np.tril(np.ones((L, H, n, n))) / np.arange(1, n + 1)[:, None]])
+    np.testing.assert_array_equal(sinks.sink_rate(batch), [3 / 12, 0.0])  # per sequence
+    # a window that hides token 0 from the late queries: only rows i < 2 count, where every
+    # head's α is (1 + A[1, 0]) / 2 ≥ 0.5 > 0.3
+    assert float(sinks.sink_rate(A, windows=[2, 2, 2])) == 1.0
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    ({"attention": np.ones((4, 4))}, "per-head rows"),
+    ({"attention": np.ones((2, 3, 4, 5))}, r"\(\.\.\., L, H, n, n\)"),
+    ({"key": 4}, r"key must be an integer in \[0, 3\]"),
+    ({"key": True}, "key must be an integer"),
+    ({"windows": [1]}, "windows must hold L = 2"),
+    ({"windows": [0, None]}, "positive integers"),
+    ({"eps": 0}, r"eps must be a number in \(0, 1\)"),
+    ({"attention": -np.ones((2, 1, 4, 4))}, "non-negative"),
+])  # fmt: skip
+def test_sink_metric_bad_input_names_the_argument(kw, words):
+    args = {"attention": random_causal_heads(np.random.default_rng(0), (2, 1), 4), **kw}
+    with pytest.raises(ValueError, match=words):
+        sinks.sink_rate(**args)

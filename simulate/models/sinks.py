@@ -10,7 +10,10 @@ rests, fails for that column (issue 13, claim PB15). Three NumPy tools on what
 * :func:`sink_aware_kernels` — kernel (e), ours: the mass a row puts on token 0 is treated as a
   no-op that leaves the token's own state in place (moved onto the diagonal);
 * :func:`sink_table` — per layer: the mean attention on token 0, its value-norm share, and token
-  0's gradient influence at that layer's input.
+  0's gradient influence at that layer's input;
+* :func:`sink_scores`, :func:`sink_rate` — the field's metric, Sink_ε of Gu et al. (ICLR 2025),
+  "When attention sink emerges in language models": per head the attention a key receives
+  averaged over the queries that see it, and the share of heads where that exceeds ε = 0.3.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 
 from posflow.simulate.kernels import DenseKernel, dense_kernel
 
-__all__ = ["sink_aware_kernels", "sink_table", "value_norm_kernels"]
+__all__ = ["sink_aware_kernels", "sink_rate", "sink_scores", "sink_table", "value_norm_kernels"]
 
 
 def _stack(a, name: str) -> np.ndarray:
@@ -134,3 +137,74 @@ def sink_table(attention, value_weights=None, layer_influence=None) -> dict:
             raise ValueError(f"layer_influence must have shape {(L, n)}; got {g.shape}")
         out["gradient_influence_of_0"] = g[:, 0] / g.sum(axis=1)
     return out
+
+
+def sink_scores(attention, *, key: int = 0, windows=None) -> np.ndarray:
+    """Per head, the attention key ``key`` receives averaged over the queries that see it.
+
+    .. math::
+        \\alpha_k^{t,h} = \\frac{1}{|Q_t(k)|}\\sum_{i \\in Q_t(k)} A_t^h[i, k],\\qquad
+        Q_t(k) = \\{\\, i : k \\le i,\\ i - k < w_t \\,\\}
+
+    (Gu et al. 2025, with 0-based positions; w_t = ∞ for a global layer).
+
+    Parameters
+    ----------
+    attention : array_like, shape (..., L, H, n, n)
+        Per-head attention probabilities (causal rows); leading axes (sequences) are kept.
+        With attention averaged over sequences first, α is the mean of the per-sequence α.
+    key : int
+        The key position k, 0 ≤ k < n (token 0 by default).
+    windows : sequence of L (int or None), optional
+        Each layer's sliding window w_t (query i sees keys i − w_t < j ≤ i); None: global.
+
+    Returns
+    -------
+    ndarray, shape (..., L, H)
+    """
+    A = np.asarray(attention, dtype=np.float64)
+    if A.ndim < 4 or A.shape[-1] != A.shape[-2]:
+        raise ValueError("attention must have shape (..., L, H, n, n) with per-head rows (Sink_ε "
+                         f"counts heads); got {A.shape}")  # fmt: skip
+    if not np.isfinite(A).all() or (A < 0).any():
+        raise ValueError("attention must be finite and non-negative")
+    L, n = A.shape[-4], A.shape[-1]
+    if isinstance(key, bool) or not isinstance(key, int | np.integer) or not 0 <= key < n:
+        raise ValueError(f"key must be an integer in [0, {n - 1}]; got {key!r}")
+    if windows is None:
+        windows = [None] * L
+    windows = list(windows)
+    if len(windows) != L or any(w is not None and (isinstance(w, bool) or not isinstance(
+            w, int | np.integer) or w < 1) for w in windows):  # fmt: skip
+        raise ValueError(f"windows must hold L = {L} positive integers or None; got {windows!r}")
+    i = np.arange(key, n)
+    out = np.empty(A.shape[:-2])
+    for t, w in enumerate(windows):
+        seen = i if w is None else i[i - key < w]
+        out[..., t, :] = A[..., t, :, :, key][..., seen].mean(axis=-1)  # (..., H)
+    return out
+
+
+def sink_rate(attention, *, eps: float = 0.3, key: int = 0, windows=None) -> np.ndarray:
+    """Sink_ε: the share of (layer, head) pairs whose :func:`sink_scores` exceed ``eps``.
+
+    .. math::
+        \\mathrm{Sink}^{\\epsilon}_k = \\frac{1}{LH}\\sum_{t,h}
+        \\mathbb 1\\big[\\alpha_k^{t,h} > \\epsilon\\big]
+
+    Parameters
+    ----------
+    attention : array_like, shape (..., L, H, n, n)
+    eps : float
+        The threshold, 0 < ε < 1 (Gu et al. use 0.3).
+    key, windows
+        As in :func:`sink_scores`.
+
+    Returns
+    -------
+    ndarray, shape (...) — a 0-d array for one (L, H, n, n) tensor; in [0, 1].
+    """
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:
+        raise ValueError(f"eps must be a number in (0, 1); got {eps!r}")
+    alpha = sink_scores(attention, key=key, windows=windows)
+    return (alpha > eps).mean(axis=(-2, -1))
