@@ -7,11 +7,13 @@
   kernels go (``$POSFLOW_CACHE_DIR`` or the platform's user cache), never the package;
 * :func:`as_lambdas`, :func:`read_text` — the checks of a λ schedule and of a text file that the
   library applies and the command line reuses for its one-line errors;
-* :func:`available_memory` — the memory available now, which dense requests are checked against.
+* :func:`available_memory` — the memory available now, which dense requests are checked against;
+* :func:`progress` — progress of long work on stderr: a bar on a terminal, plain lines when piped.
 """
 
 from posflow.simulate import _validate
 from posflow.simulate._paths import numba_cache_dir, user_cache_dir
+from posflow.simulate._progress import progress
 from posflow.simulate._threads import available_cores, default_threads, set_threads, thread_counts
 from posflow.simulate._validate import as_lambdas, read_text
 
@@ -21,6 +23,7 @@ __all__ = [
     "available_memory",
     "default_threads",
     "numba_cache_dir",
+    "progress",
     "read_text",
     "set_threads",
     "thread_counts",

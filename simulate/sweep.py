@@ -466,8 +466,9 @@ def run_sweep(
 
 
 def _drive(distributed, client, st, spec, todo, backend, dev, progress, total):
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn
+
+    from posflow.simulate._progress import progress as progress_of
 
     futures = {
         client.submit(
@@ -476,9 +477,8 @@ def _drive(distributed, client, st, spec, todo, backend, dev, progress, total):
         for idx, key, params in todo
     }
     cols = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    bar = Progress(*cols, console=Console(stderr=True), disable=not progress, transient=True)
-    with bar:
-        job = bar.add_task(f"sweep {spec.experiment}", total=total, completed=total - len(todo))
+    with progress_of(len(todo), f"sweep {spec.experiment}", enabled=bool(progress),
+                     columns=cols) as bar:  # fmt: skip
         for fut in distributed.as_completed(futures):
             idx, key, params = futures[fut]
             try:
@@ -489,4 +489,4 @@ def _drive(distributed, client, st, spec, todo, backend, dev, progress, total):
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise ValueError(f"task {idx} {_canonical(params)} failed: {msg}") from exc
             st.put(idx, key, params, results, backend, seconds)
-            bar.advance(job)
+            bar.advance(detail=f"task {idx} ({seconds:.1f} s)")

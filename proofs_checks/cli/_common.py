@@ -75,6 +75,20 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(one_line(message), prog=self.prog)
 
 
+def console(*, stderr: bool = False):
+    """A rich Console: the terminal's width on a terminal; when piped (and ``$COLUMNS`` unset),
+    wide enough that no table cell is folded, so a log or ``| grep`` sees whole lines."""
+    from rich.console import Console
+
+    con = Console(stderr=stderr)
+    if not con.is_terminal and not os.environ.get("COLUMNS"):
+        con = Console(stderr=stderr, width=PIPED_WIDTH)
+    return con
+
+
+PIPED_WIDTH = 10_000
+
+
 # ------------------------------------------------------------------------------------------
 # argument types (argparse prints "argument --x: <message>")
 

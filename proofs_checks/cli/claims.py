@@ -8,7 +8,7 @@ and the function that checks it; ``--markdown`` prints exactly the repository's 
 
 from __future__ import annotations
 
-from posflow.proofs_checks.cli._common import UsageError, print_json
+from posflow.proofs_checks.cli._common import UsageError, console, print_json
 
 __all__ = ["add_parser", "cmd_claims"]
 
@@ -53,7 +53,6 @@ def _expected(exp) -> str:
 
 
 def _print_table(recs) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -74,4 +73,4 @@ def _print_table(recs) -> None:
             escape(_expected(r["expected"])),
             r["check"].removeprefix("posflow.proofs_checks."),
         )
-    Console().print(t)
+    console().print(t)

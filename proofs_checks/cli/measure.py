@@ -15,6 +15,7 @@ from posflow.proofs_checks.cli._common import (
     UsageError,
     add_threads_option,
     bad_input,
+    console,
     integer,
     output_file,
     print_json,
@@ -163,10 +164,9 @@ def measurement_figure(out: dict, title: str):
 
 
 def _print(out, name):
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    con = console()
     lam = ", ".join(f"{x:.3f}" for x in out["lambdas"])
     con.print(
         f"{name}: {out['architecture']}, L = {out['num_layers']}, H = {out['num_heads']}, "

@@ -18,6 +18,7 @@ from pathlib import Path
 from posflow.proofs_checks.cli._common import (
     UsageError,
     bad_input,
+    console,
     ensure_memory,
     output_dir,
     output_file,
@@ -94,7 +95,6 @@ def format_table(rows: list[dict], spec: dict, title: str):
 
 
 def _print_store(path, as_json: bool) -> int:
-    from rich.console import Console
 
     from posflow.simulate.sweep import SweepStore
 
@@ -104,10 +104,7 @@ def _print_store(path, as_json: bool) -> int:
         print_json(rows, inputs=f"--show {path}", indent=1)
         return 0
     title = f"{spec['experiment']} v{spec['version']}: {len(rows)} rows ({path})"
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
-    console.print(format_table(rows, spec, title))
+    console().print(format_table(rows, spec, title))
     return 0
 
 

@@ -15,6 +15,7 @@ import sys
 from posflow.proofs_checks.cli._common import (
     UsageError,
     add_threads_option,
+    console,
     integer,
     one_line,
     output_dir,
@@ -96,21 +97,18 @@ def cmd_verify(args) -> int:
         return _cmd_mutants(args, size)
     ctx = kit.Context(size=size, seed=args.seed)
     prov = provenance(seed=args.seed, size=size, threads=threads, isolated=args.isolate)
-    from rich.console import Console
-    from rich.progress import Progress
+    from posflow.simulate.runtime import progress
 
     results = []
-    err = Console(stderr=True)
     try:
-        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task("verifying", total=len(claims))
+        with progress(len(claims), "posflow verify") as bar:
             for c in claims:
-                bar.update(task, description=f"verifying {c.id}")
+                bar.describe(f"verifying {c.id}")
                 if args.isolate:
                     results.append(_isolated(c, args, size, threads))
                 else:
                     results.append(kit.run_claim(c, ctx))
-                bar.advance(task)
+                bar.advance(detail=f"{c.id} {results[-1].status}")
     except KeyboardInterrupt:
         # Ctrl-C: keep what finished. With --out the report of the finished claims is written
         # (marked interrupted in its provenance); main prints "interrupted" and exits 130.
@@ -135,21 +133,19 @@ def cmd_verify(args) -> int:
 
 def _cmd_mutants(args, size) -> int:
     """``verify --mutants``: the kill table (claims × mutants)."""
-    from rich.console import Console
     from rich.markup import escape
-    from rich.progress import Progress
     from rich.table import Table
 
     from posflow.proofs_checks.kit import kill_table
+    from posflow.simulate.runtime import progress
 
-    err = Console(stderr=True)
-    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("mutants", total=None)
+    with progress(None, "posflow verify --mutants") as bar:
 
-        def progress(cid, name):
-            bar.update(task, description=f"{cid} under {name}")
+        def step(cid, name):
+            bar.describe(f"{cid} under {name}")
+            bar.advance(detail=f"{cid} under {name}")
 
-        rows = kill_table(args.ids, size=size, seed=args.seed, progress=progress)
+        rows = kill_table(args.ids, size=size, seed=args.seed, progress=step)
     if args.json:
         print_json([r.as_json() for r in rows], inputs="verify --mutants", indent=1)
     else:
@@ -163,12 +159,11 @@ def _cmd_mutants(args, size) -> int:
             broken = ", ".join(r.newly_failed) or escape(r.error)
             t.add_row(r.claim, r.mutant, r.baseline, r.status,
                       "yes" if r.killed else "[red]NO[/]", broken)  # fmt: skip
-        Console().print(t)
+        console().print(t)
     return 0 if all(r.killed for r in rows) else 1
 
 
 def _print_table(results, size, prov):
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
@@ -188,4 +183,4 @@ def _print_table(results, size, prov):
             stmt += f"\n[dim]expected {r.expected}: {escape(r.expected_reason)}[/dim]"
         exp = "= " + r.expected if r.as_expected else f"[bold red]≠ {r.expected}[/]"
         t.add_row(r.claim.id, f"[{colour[r.status]}]{r.status}[/]", exp, stmt, f"{r.seconds:.1f}")
-    Console().print(t)
+    console().print(t)

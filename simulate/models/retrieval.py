@@ -347,19 +347,18 @@ def score(model, task: RetrievalTask, *, batch_size=None, share_prefix=None, pro
     tok_lp = np.empty((C, K, m))
     hits = np.empty((C, K, m), dtype=bool)
     n, q = task.prompt_length, task.query_ids.shape[2]
-    from rich.console import Console
-    from rich.progress import Progress
+    from posflow.simulate._progress import progress as progress_of
 
     was_training = model.training
     model.eval()
     try:
         with (
             torch.no_grad(),
-            Progress(console=Console(stderr=True), disable=not progress, transient=True) as bar,
-        ):
+            progress_of(C if share_prefix else C * K, f"retrieval K = {K}",
+                        enabled=bool(progress), every=10.0) as bar,
+        ):  # fmt: skip
             if share_prefix:
                 per = max(1, B // K)  # contexts per prefix pass
-                job = bar.add_task(f"retrieval K = {K}", total=C)
                 for c0 in range(0, C, per):
                     cs = range(c0, min(C, c0 + per))
                     pre = torch.from_numpy(task.context_ids[c0 : cs.stop]).to(device)
@@ -374,10 +373,9 @@ def score(model, task: RetrievalTask, *, batch_size=None, share_prefix=None, pro
                     lp, hit = _value_scores(logits[:, q - 1 :], tgt)
                     tok_lp[c0 : cs.stop] = lp.double().cpu().numpy().reshape(len(cs), K, m)
                     hits[c0 : cs.stop] = hit.cpu().numpy().reshape(len(cs), K, m)
-                    bar.advance(job, len(cs))
+                    bar.advance(len(cs))
             else:
                 pairs = [(c, k) for c in range(C) for k in range(K)]
-                job = bar.add_task(f"retrieval K = {K}", total=len(pairs))
                 for s in range(0, len(pairs), B):
                     chunk = pairs[s : s + B]
                     ids = torch.from_numpy(task.prompts(chunk, with_value=True)[:, :-1]).to(device)
@@ -387,7 +385,7 @@ def score(model, task: RetrievalTask, *, batch_size=None, share_prefix=None, pro
                     for (c, k), a, h in zip(chunk, lp.double().cpu().numpy(), hit.cpu().numpy(),
                                             strict=True):  # fmt: skip
                         tok_lp[c, k], hits[c, k] = a, h
-                    bar.advance(job, len(chunk))
+                    bar.advance(len(chunk))
     finally:
         model.train(was_training)
     return RetrievalScores(tok_lp.sum(-1), tok_lp, hits.all(-1))

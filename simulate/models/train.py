@@ -195,8 +195,9 @@ def train(
     rng = np.random.default_rng(tc.seed)
     history: list[float] = []
     t0 = time.perf_counter()
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+
+    from posflow.simulate._progress import progress as progress_of
 
     cols = (
         TextColumn("{task.description}"),
@@ -204,8 +205,8 @@ def train(
         TextColumn("{task.fields[loss]}"),
         TimeRemainingColumn(),
     )
-    with Progress(*cols, console=Console(stderr=True), disable=not progress, transient=True) as bar:
-        task = bar.add_task("training", total=tc.steps, loss="")
+    with progress_of(tc.steps, "training", enabled=bool(progress), every=10.0, columns=cols,
+                     loss="") as bar:  # fmt: skip
         for step in range(tc.steps):
             for g in opt.param_groups:
                 g["lr"] = _lr(tc, step)
@@ -219,7 +220,7 @@ def train(
                 torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
             opt.step()
             history.append(loss.item())
-            bar.update(task, advance=1, loss=f"loss {np.mean(history[-20:]):.3f} nats/byte")
+            bar.advance(loss=f"loss {np.mean(history[-20:]):.3f} nats/byte")
     model.eval()
     seconds = time.perf_counter() - t0
     valid = evaluate(model, data_valid, seq_len=min(tc.seq_len, data_valid.size - 1))
