@@ -33,6 +33,20 @@ def test_t_interval_and_sign_test_match_hand_computations():
     assert SS.sign_test([1, 2, 3]) == 0.25  # 2 · (1/2)^3
     assert SS.sign_test([1, -1, 2, 3, 4]) == pytest.approx(2 * 6 / 32)  # 2 · P(Bin(5,½) ≤ 1)
     assert SS.sign_test([0, 0]) == 1.0 and SS.sign_test([1, -1]) == 1.0
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8, 13, 40])
+def test_sign_test_is_the_exact_binomial_formula_for_every_split(n):
+    """scipy's binomtest against min(1, 2·Σ_{i ≤ k} C(n, i)/2ⁿ), k = min(n₊, n₋), in exact
+    rationals."""
+    from fractions import Fraction
+    from math import comb
+
+    for plus in range(n + 1):
+        k = min(plus, n - plus)
+        want = min(Fraction(1), 2 * Fraction(sum(comb(n, i) for i in range(k + 1)), 2**n))
+        got = SS.sign_test([1.0] * plus + [-1.0] * (n - plus) + [0.0])
+        assert got == pytest.approx(float(want), rel=1e-12, abs=0)  # scipy sums in float64
     with pytest.raises(ValueError, match="at least 2"):
         SS.t_interval([1.0], 0.05)
     with pytest.raises(ValueError, match="alpha"):
