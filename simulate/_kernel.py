@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posflow.simulate.backend import asarray, namespace, resolve_backend
+from posflow.simulate.backend import asarray, namespace, resolve_backend, to_numpy
 
 __all__ = ["Kernel", "check_n"]
 
@@ -99,6 +99,18 @@ class Kernel:
             raise ValueError("p must be finite")
         out = self._apply(xp.reshape(arr, (-1, self.n)))
         return xp.reshape(out, arr.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        """``np.asarray(K)``: the dense (n, n) matrix as a NumPy array (NumPy's array protocol).
+
+        Built by :meth:`dense`, so the same memory guard refuses an n whose n² floats do not
+        fit; a new array every time, hence ``copy=False`` is refused (there is nothing to share).
+        """
+        if copy is False:
+            raise ValueError("np.asarray(kernel, copy=False): a kernel stores no (n, n) array to "
+                             "share; use copy=None or True")  # fmt: skip
+        A = to_numpy(self.dense())
+        return A if dtype is None else A.astype(dtype, copy=False)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(n={self.n})"

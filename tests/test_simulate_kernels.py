@@ -566,3 +566,23 @@ def test_dense_kernel_errors_name_the_rule_and_the_entry(A, message):
     with pytest.raises((TypeError, ValueError)) as info:
         dense_kernel(A)
     assert str(info.value) == message
+
+
+def test_numpy_array_protocol_gives_the_dense_matrix_with_the_memory_guard():
+    """np.asarray(K): for the uniform kernel the matrix 1/(i+1) below the diagonal written out,
+    for a dense kernel the matrix it was built from; dtype honoured, copy=False refused (no
+    stored array to share), and n = 10⁶ refused by dense()'s guard before allocating."""
+    from posflow.simulate.kernels import dense_kernel, uniform_kernel
+
+    want = np.array([[1 / (i + 1) if j <= i else 0.0 for j in range(5)] for i in range(5)])
+    np.testing.assert_array_equal(np.asarray(uniform_kernel(5)), want)
+    A = np.tril(np.random.default_rng(3).random((6, 6)) + 0.1)
+    A /= A.sum(axis=1, keepdims=True)
+    got = np.asarray(dense_kernel(A))
+    np.testing.assert_array_equal(got, A)
+    assert isinstance(got, np.ndarray) and got is not A
+    assert np.asarray(uniform_kernel(3), dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="copy=False"):
+        np.asarray(uniform_kernel(3), copy=False)
+    with pytest.raises(ValueError, match=r"dense\(\) would need .* GiB"):
+        np.asarray(uniform_kernel(10**6))
