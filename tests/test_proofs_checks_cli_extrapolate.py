@@ -121,7 +121,7 @@ def test_bad_stores_and_plots_are_refused_before_training(capsys, tmp_path, no_t
     one_line(capsys, "--results", "--store", f, words=("--store", "not a folder"))
     one_line(capsys, *TINY, "--store", f / "s", words=("--store", "is a file"))
     one_line(capsys, *TINY, "--plot", tmp_path, words=("--plot", "is a folder"))
-    one_line(capsys, *TINY, "--plot", tmp_path / "x.jpg", words=("--plot", ".png"))
+    one_line(capsys, *TINY, "--plot", tmp_path / "x.docx", words=("--plot", ".png", ".pdf", ".svg"))
     with read_only_folder(tmp_path) as ro:
         one_line(capsys, *TINY, "--store", ro, words=("--store", "cannot write"))
         one_line(capsys, *TINY, "--store", ro / "new", words=("--store", "cannot write"))

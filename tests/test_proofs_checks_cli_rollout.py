@@ -244,7 +244,7 @@ def test_plot_paths_are_checked_before_any_work(capsys, tmp_path):
     base = ["rollout", "--n", "8", *SCHEDULE, "--plot"]
     assert_usage_error(capsys, [*base, tmp_path], "--plot", "is a folder")
     assert_usage_error(capsys, [*base, f"{tmp_path}/new/"], "--plot", "is a folder")
-    assert_usage_error(capsys, [*base, tmp_path / "p.pdf"], "--plot", ".png")
+    assert_usage_error(capsys, [*base, tmp_path / "p.docx"], "--plot", ".png", ".pdf", ".svg")
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert_usage_error(capsys, [*base, blocker / "p.png"], "--plot", "is a file, not a folder")
@@ -261,3 +261,6 @@ def test_plot_creates_only_the_folders_it_names(capsys, tmp_path):
     assert code == 0, err
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["a", "a/b.png"]
+    pdf = tmp_path / "a" / "c.pdf"  # any format matplotlib writes, by the suffix
+    assert run(capsys, "rollout", "--n", "8", *SCHEDULE, "--plot", pdf)[0] == 0
+    assert pdf.read_bytes()[:5] == b"%PDF-"

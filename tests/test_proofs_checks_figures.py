@@ -1,5 +1,5 @@
 """The renderer of figure specs: every panel drawn, legends inside or shared without covering
-a curve, PNG files only."""
+a curve, any format matplotlib writes, ax= and a returned Figure as in pandas/seaborn."""
 
 import pytest
 
@@ -54,12 +54,39 @@ def test_a_shared_legend_goes_below_a_full_grid(captured):
     assert [_legend_labels(lg) for lg in mpl.legends] == [labels]
 
 
-def test_inside_legends_are_the_default_and_files_are_png(tmp_path):
+def test_inside_legends_are_the_default_and_any_matplotlib_format_is_written(tmp_path):
     fig = E.Figure("f", "t", [_panel("x", ["a", "b"])])
     path = F.render(fig, tmp_path / "f.png")
     assert path.read_bytes()[:8] == PNG
-    with pytest.raises(ValueError, match=r"path must end in \.png"):
-        F.render(fig, tmp_path / "f.jpg")
+    assert F.render(fig, tmp_path / "f.pdf").read_bytes()[:5] == b"%PDF-"
+    assert b"<svg" in F.render(fig, tmp_path / "f.svg").read_bytes()[:400]
+    assert {".png", ".pdf", ".svg"} <= set(F.figure_suffixes())
+    with pytest.raises(ValueError, match=r"path must end in a figure format .*\.pdf"):
+        F.render(fig, tmp_path / "f.docx")
+    from matplotlib.figure import Figure
+
+    assert isinstance(F.render(fig), Figure)  # no path: the figure itself
+
+
+def test_profile_helpers_draw_into_a_given_axes_and_leave_the_backend_alone(tmp_path):
+    import sys
+
+    from matplotlib.figure import Figure
+
+    backend = sys.modules["matplotlib"].get_backend()
+    fig = Figure()
+    left, right = fig.subplots(1, 2)
+    assert F.plot_profiles({"measured": [0.5, 0.2, 0.3], "residual": [0.4, 0.3, 0.3]}, "t",
+                           ax=left) is left  # fmt: skip
+    assert F.plot_profile([0.5, 0.2, 0.3], "t", ax=right) is right
+    assert [len(ax.lines) for ax in (left, right)] == [2, 2]  # the profile and its argmin
+    assert right.lines[1].get_xdata()[0] == 1  # argmin j = 1
+    ax = F.plot_profile([0.5, 0.2, 0.3], "t")
+    assert isinstance(ax.figure, Figure) and ax.figure is not fig
+    assert F.plot_profile([0.5, 0.2, 0.3], "t", tmp_path / "p.pdf").read_bytes()[:5] == b"%PDF-"
+    assert sys.modules["matplotlib"].get_backend() == backend
+    with pytest.raises(TypeError, match="ax must be a matplotlib Axes"):
+        F.plot_profile([0.5, 0.2, 0.3], "t", ax="left")
 
 
 def test_a_bad_legend_mode_is_rejected():

@@ -185,7 +185,7 @@ def _writable_parent(arg: str, text: str, p: Path) -> None:
         raise UsageError(f"{arg} {text!r}: cannot write in {str(anc)!r} ({why})")
 
 
-def output_file(arg: str, path, suffix: str | None = None) -> Path:
+def output_file(arg: str, path, suffix: str | tuple[str, ...] | None = None) -> Path:
     """Check that a file can be written at ``path`` (given as option ``arg``); return it.
 
     Refuses a folder (an existing one, or a name ending in "/"), a wrong ``suffix``, an existing
@@ -197,8 +197,10 @@ def output_file(arg: str, path, suffix: str | None = None) -> Path:
     p = Path(text)
     if text.endswith(("/", os.sep)) or p.is_dir():
         raise UsageError(f"{arg} {text!r} is a folder; give a file name")
-    if suffix is not None and p.suffix.lower() != suffix:
-        raise UsageError(f"{arg} must be a {suffix} file; got {text!r}")
+    if suffix is not None and p.suffix.lower() not in ((suffix,) if isinstance(suffix, str)
+                                                         else suffix):  # fmt: skip
+        kinds = suffix if isinstance(suffix, str) else ", ".join(suffix)
+        raise UsageError(f"{arg} must be a {kinds} file; got {text!r}")
     if p.exists():
         if not p.is_file():
             raise UsageError(f"{arg} {text!r} exists and is not a regular file")
@@ -210,6 +212,13 @@ def output_file(arg: str, path, suffix: str | None = None) -> Path:
         return p
     _writable_parent(arg, text, p)
     return p
+
+
+def figure_file(arg: str, path) -> Path:
+    """:func:`output_file` for a figure: any format matplotlib writes (``.png``, ``.pdf``, …)."""
+    from posflow.proofs_checks.kit._figures import figure_suffixes
+
+    return output_file(arg, path, figure_suffixes())
 
 
 def output_dir(arg: str, path) -> Path:

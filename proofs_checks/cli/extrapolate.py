@@ -15,9 +15,9 @@ from pathlib import Path
 from posflow.proofs_checks.cli._common import (
     UsageError,
     add_threads_option,
+    figure_file,
     integer,
     output_dir,
-    output_file,
     positive_float,
     print_json,
     torch_device,
@@ -166,7 +166,7 @@ def cmd_extrapolate(args) -> int:
         raise UsageError("--judge prints a table; it takes no --json")
     if args.results and (args.schemes or args.seeds):
         raise UsageError("--results prints the saved table; it takes no --schemes or --seeds")
-    plot = output_file("--plot", args.plot, ".png") if args.plot else None
+    plot = figure_file("--plot", args.plot) if args.plot else None
     store = _store(args)
     if not args.results:
         if not _torch_available():
@@ -262,6 +262,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--judge", action="store_true", help="with --results: AT20's sub-claim "
                    "verdicts on the store (paired intervals across seeds)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print rows as JSON")
-    p.add_argument("--plot", metavar="PATH", help="write a PNG of the ratio curves with bands")
+    p.add_argument("--plot", metavar="PATH",
+                   help="write a figure of the ratio curves (.png, .pdf, .svg, … by suffix)")
     p.set_defaults(func=cmd_extrapolate)
     return p

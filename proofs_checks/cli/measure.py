@@ -16,8 +16,8 @@ from posflow.proofs_checks.cli._common import (
     add_threads_option,
     bad_input,
     console,
+    figure_file,
     integer,
-    output_file,
     print_json,
     torch_device,
 )
@@ -281,7 +281,7 @@ def cmd_measure(args) -> int:
     if args.num_seqs < 1:
         raise UsageError(f"--num-seqs must be at least 1; got {args.num_seqs}")
     _check_inputs(args)  # every argument, before torch, a model or a corpus is loaded
-    plot = output_file("--plot", args.plot, ".png") if args.plot else None
+    plot = figure_file("--plot", args.plot) if args.plot else None
     device = torch_device("--device", args.device)  # before loading or training anything
     from posflow.simulate.runtime import set_threads
 
@@ -388,7 +388,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default="sqrt_d",
         help="content in logit units (sqrt_d) or raw q.k as in [A]'s configs",
     )
-    p.add_argument("--plot", metavar="PATH", help="write a PNG: λ_t, the profiles, the sink table")
+    p.add_argument("--plot", metavar="PATH",
+                   help="write a figure: λ_t, the profiles, the sink table (.png, .pdf, …)")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
     p.set_defaults(func=cmd_measure)
     return p

@@ -14,12 +14,12 @@ from posflow.proofs_checks.cli._common import (
     UsageError,
     bad_input,
     ensure_memory,
+    figure_file,
     finite_float,
     first_nonfinite,
     integer,
     json_error,
     number_list,
-    output_file,
     print_json,
     read_text_file,
 )
@@ -47,7 +47,8 @@ def add_parser(sub) -> None:
     r.add_argument("--beta", type=finite_float, help="power decay λ_t = λ0/(t+1)^β")
     r.add_argument("--depth", type=integer(0), help="number of layers T")
     r.add_argument("--lambdas", metavar="FILE", help="schedule file: JSON list or numbers")
-    r.add_argument("--plot", metavar="PATH", help="write a PNG of the profile")
+    r.add_argument("--plot", metavar="PATH",
+                   help="write a figure of the profile (.png, .pdf, .svg, … by suffix)")
     r.add_argument("--json", action="store_true", help="print the numbers as JSON")
     r.set_defaults(func=cmd_rollout)
 
@@ -187,7 +188,7 @@ def cmd_rollout(args) -> int:
     """Print (or ``--json``) the headline numbers of a rollout; ``--plot`` writes a PNG."""
     from posflow.simulate import rollout
 
-    plot = output_file("--plot", args.plot, ".png") if args.plot else None
+    plot = figure_file("--plot", args.plot) if args.plot else None
     # floating-point warnings of extreme inputs are not printed: a result that is not finite
     # is refused below in one line instead
     with np.errstate(all="ignore"):

@@ -1,9 +1,11 @@
-"""Figures shared by the command line and the claim checks (matplotlib, PNG at 150 dpi).
+"""Figures shared by the command line and the claim checks (matplotlib; rasters at 150 dpi).
 
 One colour per variant or scheme across every figure (colour-blind-safe Okabe–Ito palette).
 Figures are built with matplotlib's object-oriented :class:`matplotlib.figure.Figure` (no
-pyplot), so importing this module neither imports matplotlib nor changes the user's backend;
-saving a PNG uses matplotlib's Agg canvas whatever the backend.
+pyplot), so importing this module neither imports matplotlib nor changes the user's backend.
+As in pandas and seaborn plotting, the plot helpers draw into a given ``ax=`` (or a new figure)
+and return what they drew on; with a ``path`` they save the figure in any format matplotlib
+writes (``.png``, ``.pdf``, ``.svg``, …, chosen by the suffix) and return the path.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["COLORS", "plot_profile", "plot_profiles", "render", "save"]
+__all__ = ["COLORS", "figure_suffixes", "plot_profile", "plot_profiles", "render", "save"]
 
 COLORS = {
     "attention_only": "#D55E00",
@@ -33,20 +35,45 @@ def _figure(**kw):
     return Figure(**kw)
 
 
+def figure_suffixes() -> tuple[str, ...]:
+    """The file suffixes matplotlib can save a figure as (``".png"``, ``".pdf"``, ``".svg"``, …)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return tuple(sorted("." + k for k in FigureCanvasBase.get_supported_filetypes()))
+
+
 def save(fig, path) -> Path:
-    """Write ``fig`` as a PNG (150 dpi), creating the folder."""
+    """Write ``fig`` to ``path`` in the format its suffix names (rasters at 150 dpi), creating
+    the folder; ValueError for a suffix matplotlib cannot write."""
     path = Path(path)
-    if path.suffix.lower() != ".png":
-        raise ValueError(f"path must end in .png; got {str(path)!r}")
+    if path.suffix.lower() not in figure_suffixes():
+        raise ValueError(f"path must end in a figure format matplotlib writes "
+                         f"({', '.join(figure_suffixes())}); got {str(path)!r}")  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     return path
 
 
-def plot_profiles(profiles: dict, title: str, path, *, logy: bool = False) -> Path:
-    """Plot influence profiles ``{label: p}`` against token position and save a PNG."""
-    fig = _figure(figsize=(6.4, 3.6))
-    ax = fig.subplots()
+def _axes(ax, figsize):
+    """``ax`` (checked) or the one Axes of a new figure of ``figsize``."""
+    if ax is None:
+        return _figure(figsize=figsize).subplots()
+    if not hasattr(ax, "plot") or getattr(ax, "figure", None) is None:
+        raise TypeError(f"ax must be a matplotlib Axes; got {type(ax).__name__}")
+    return ax
+
+
+def _done(ax, path):
+    return ax if path is None else save(ax.figure, path)
+
+
+def plot_profiles(profiles: dict, title: str, path=None, *, logy: bool = False, ax=None):
+    """Plot influence profiles ``{label: p}`` against token position.
+
+    Draws into ``ax`` (a matplotlib Axes) or a new figure; returns that Axes, or with ``path``
+    saves the figure there (format from the suffix) and returns the path.
+    """
+    ax = _axes(ax, (6.4, 3.6))
     for label, p in profiles.items():
         p = np.asarray(p, dtype=float)
         ax.plot(
@@ -60,14 +87,14 @@ def plot_profiles(profiles: dict, title: str, path, *, logy: bool = False) -> Pa
     if len(profiles) > 1:
         ax.legend(frameon=False)
     ax.grid(alpha=0.3)
-    return save(fig, path)
+    return _done(ax, path)
 
 
-def plot_profile(p, title: str, path) -> Path:
-    """Plot one influence profile with its minimum marked; save a PNG."""
+def plot_profile(p, title: str, path=None, *, ax=None):
+    """Plot one influence profile with its minimum marked (into ``ax`` or a new figure);
+    returns the Axes, or with ``path`` saves the figure there and returns the path."""
     p = np.asarray(p, dtype=float)
-    fig = _figure(figsize=(6.4, 3.6))
-    ax = fig.subplots()
+    ax = _axes(ax, (6.4, 3.6))
     ax.plot(np.arange(p.size), p, color=COLORS["profile"], lw=1.6)
     k = int(np.argmin(p))
     ax.plot([k], [p[k]], "o", color=COLORS["bound"], label=f"argmin j = {k}")
@@ -76,7 +103,7 @@ def plot_profile(p, title: str, path) -> Path:
     ax.set_title(title)
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
-    return save(fig, path)
+    return _done(ax, path)
 
 
 def _color(name):
@@ -123,9 +150,10 @@ def _draw_panel(ax, panel) -> None:
     ax.grid(alpha=0.3)
 
 
-def render(figure, path) -> Path:
+def render(figure, path=None):
     """Draw a :class:`~posflow.proofs_checks.kit.Figure` spec (panels side by side, at most
-    three per row) and save it as a PNG."""
+    three per row); returns the matplotlib Figure, or with ``path`` saves it there (format from
+    the suffix) and returns the path."""
     k = len(figure.panels)
     cols = min(k, 3)
     rows = -(-k // cols)
@@ -151,4 +179,4 @@ def render(figure, path) -> Path:
                        ncol=min(len(shared[0]), 6))  # fmt: skip
             rect = (0, 0.08, 1, 1)
     fig.tight_layout(rect=rect)
-    return save(fig, path)
+    return fig if path is None else save(fig, path)
