@@ -199,8 +199,9 @@ def output_file(arg: str, path, suffix: str | tuple[str, ...] | None = None) -> 
         raise UsageError(f"{arg} {text!r} is a folder; give a file name")
     if suffix is not None and p.suffix.lower() not in ((suffix,) if isinstance(suffix, str)
                                                          else suffix):  # fmt: skip
-        kinds = suffix if isinstance(suffix, str) else ", ".join(suffix)
-        raise UsageError(f"{arg} must be a {kinds} file; got {text!r}")
+        if isinstance(suffix, str):
+            raise UsageError(f"{arg} must be a {suffix} file; got {text!r}")
+        raise UsageError(f"{arg} must end in one of {', '.join(suffix)}; got {text!r}")
     if p.exists():
         if not p.is_file():
             raise UsageError(f"{arg} {text!r} exists and is not a regular file")
