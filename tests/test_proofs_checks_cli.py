@@ -261,3 +261,38 @@ def test_only_the_posflow_namespace_is_installed(tmp_path):
                        check=False, cwd=tmp_path)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["posflow.simulate", "True"]
+
+
+def _completions(tmp_path, line: str) -> list[str]:
+    """What ``python -m posflow`` answers under argcomplete's protocol for the command line
+    ``line`` typed so far: completions on fd 8, its debug stream on fd 9 (as the shell sets)."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "completions"
+    env = dict(os.environ, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
+               _ARGCOMPLETE_IFS="\n")  # fmt: skip
+    with open(out, "w") as f8, open(os.devnull, "w") as f9:
+        def fds():
+            os.dup2(f8.fileno(), 8)
+            os.dup2(f9.fileno(), 9)
+
+        subprocess.run([sys.executable, "-m", "posflow"], env=env, preexec_fn=fds,
+                       pass_fds=(8, 9), check=True, timeout=60)  # fmt: skip
+    return sorted(out.read_text().split())
+
+
+def test_shell_completion_names_subcommands_options_and_choices(tmp_path):
+    assert _completions(tmp_path, "posflow ver") == ["verify"]
+    assert {"claims", "measure", "models", "rollout"} <= set(_completions(tmp_path, "posflow "))
+    assert "--quick" in _completions(tmp_path, "posflow verify --q")
+    assert {"install", "list", "path"} <= set(_completions(tmp_path, "posflow models "))
+
+
+def test_without_the_completion_request_main_parses_as_usual(monkeypatch, capsys):
+    from posflow.proofs_checks import cli
+
+    monkeypatch.delenv("_ARGCOMPLETE", raising=False)
+    assert cli.main(["models", "list", "--json"]) == 0
+    assert capsys.readouterr().out.startswith("[")

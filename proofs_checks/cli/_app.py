@@ -4,7 +4,8 @@
 ValueError/TypeError the library raises for a bad argument (its message names the argument), and
 BrokenPipeError when the reader of stdout has gone (``posflow … | head``), which ends quietly,
 and KeyboardInterrupt (Ctrl-C): one line ``posflow CMD: interrupted``, exit code 130.
-Everything else is a bug and keeps its traceback.
+Everything else is a bug and keeps its traceback. Under shell completion (argcomplete's
+``_ARGCOMPLETE`` set) ``main`` prints the completions and exits before parsing.
 """
 
 from __future__ import annotations
@@ -52,10 +53,22 @@ def _stdout_to_devnull() -> None:
     os.close(devnull)
 
 
+def _complete(parser) -> None:
+    """Shell completion by argcomplete (returns at once unless the shell asked for it)."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete
+    except ImportError:  # pragma: no cover - a dependency; completion is then silently off
+        return
+    argcomplete.autocomplete(parser)
+
+
 def main(argv=None) -> int:
     """Run ``posflow ARGV``; returns the exit code (0 ok, 1 a claim crashed or the output pipe
     closed, 2 bad input)."""
     parser = build_parser()
+    _complete(parser)
     prog = "posflow"
     try:
         args, extra = parser.parse_known_args(argv)
