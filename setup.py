@@ -41,7 +41,7 @@ setup(
             "data/extrapolation_v2/*.json",
             "data/smollm2/*.json",
         ],
-        "posflow.proofs_checks.kit": ["expected.toml"],
+        "posflow.proofs_checks.kit": ["expected.toml", "templates/*.j2"],
         "posflow.proofs_checks.claims": ["references/*.json"],
     },
     include_package_data=False,

@@ -63,7 +63,38 @@ def test_html_is_standalone_with_the_figures_inlined(results, tmp_path):
     assert page.startswith("<!doctype html>") and "<img" in page and "src='figures" not in page
     b64 = re.search(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page).group(1)
     assert base64.b64decode(b64)[:8] == PNG
-    assert "parameter dip_depth: relative dip" in page and "class='FAILS'" in page
+    assert "parameter dip_depth: relative dip" in page and 'class="FAILS"' in page
+
+
+def test_html_has_contents_captions_time_and_figures_before_their_measurements(results,
+                                                                               tmp_path):
+    write_report(results, tmp_path, size="quick")
+    page = (tmp_path / "index.html").read_text()
+    nav = page[page.index("<nav>"):page.index("</nav>")]
+    assert 'href="#verdicts"' in nav and 'href="#evidence-pb998"' in nav
+    assert "<th>time (s)</th><th>timing</th>" in page
+    assert re.search(r'<td class="num">\d+\.\d+</td><td>\w', page)  # seconds and what they include
+    section = page[page.index('id="evidence-pb998"'):]
+    assert section.index("<figure>") < section.index("<table>")  # the figure beside its claim
+    assert "Figure PB998.1: a test figure. Verdict of PB998: FAILS." in section
+
+
+@pytest.mark.parametrize(("text", "html"), [
+    ("λ_t", "λ<sub>t</sub>"), ("e^{2λ}", "e<sup>2λ</sup>"), ("Σ_{j≥1}", "Σ<sub>j≥1</sub>"),
+    ("near_far_mass", "near_far_mass"), ("x_1 < y", "x<sub>1</sub> &lt; y"),
+    ("a_<b>", "a_&lt;b&gt;"),
+])  # fmt: skip
+def test_statement_mathematics_becomes_sub_and_superscripts(text, html):
+    from posflow.proofs_checks.kit._report import _math
+
+    assert str(_math(text)) == html
+
+
+def test_markdown_puts_each_figure_in_its_claims_evidence_and_links_ids(results, tmp_path):
+    md = write_report(results, tmp_path, size="quick").read_text()
+    evidence = md[md.index("### PB998 — FAILS"):]
+    assert "![PB998: a test figure](figures/PB998-curve.png)" in evidence
+    assert "| [PB998](#evidence-pb998) ([catalog](CLAIMS.md#pb998)) | FAILS |" in md
 
 
 def test_results_json_is_plain_and_names_the_figure_files(results, tmp_path):

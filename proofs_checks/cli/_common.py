@@ -75,20 +75,6 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(one_line(message), prog=self.prog)
 
 
-def console(*, stderr: bool = False):
-    """A rich Console: the terminal's width on a terminal; when piped (and ``$COLUMNS`` unset),
-    wide enough that no table cell is folded, so a log or ``| grep`` sees whole lines."""
-    from rich.console import Console
-
-    con = Console(stderr=stderr)
-    if not con.is_terminal and not os.environ.get("COLUMNS"):
-        con = Console(stderr=stderr, width=PIPED_WIDTH)
-    return con
-
-
-PIPED_WIDTH = 10_000
-
-
 # ------------------------------------------------------------------------------------------
 # argument types (argparse prints "argument --x: <message>")
 
@@ -213,13 +199,6 @@ def output_file(arg: str, path, suffix: str | tuple[str, ...] | None = None) -> 
         return p
     _writable_parent(arg, text, p)
     return p
-
-
-def figure_file(arg: str, path) -> Path:
-    """:func:`output_file` for a figure: any format matplotlib writes (``.png``, ``.pdf``, …)."""
-    from posflow.proofs_checks.kit._figures import figure_suffixes
-
-    return output_file(arg, path, figure_suffixes())
 
 
 def output_dir(arg: str, path) -> Path:

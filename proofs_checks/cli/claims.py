@@ -8,7 +8,8 @@ and the function that checks it; ``--markdown`` prints exactly the repository's 
 
 from __future__ import annotations
 
-from posflow.proofs_checks.cli._common import UsageError, console, print_json
+from posflow.proofs_checks.cli._common import UsageError, print_json
+from posflow.proofs_checks.cli._output import console
 
 __all__ = ["add_parser", "cmd_claims"]
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from posflow.proofs_checks.cli._common import (
     UsageError,
     add_threads_option,
-    figure_file,
     integer,
     output_dir,
     positive_float,
     print_json,
     torch_device,
 )
+from posflow.proofs_checks.cli._output import figure_file
 
 __all__ = ["add_parser", "cmd_extrapolate"]
 

@@ -15,12 +15,11 @@ from posflow.proofs_checks.cli._common import (
     UsageError,
     add_threads_option,
     bad_input,
-    console,
-    figure_file,
     integer,
     print_json,
     torch_device,
 )
+from posflow.proofs_checks.cli._output import console, figure_file
 
 __all__ = ["add_parser", "cmd_measure", "load_model", "measurement_figure"]
 

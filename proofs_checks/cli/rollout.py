@@ -14,7 +14,6 @@ from posflow.proofs_checks.cli._common import (
     UsageError,
     bad_input,
     ensure_memory,
-    figure_file,
     finite_float,
     first_nonfinite,
     integer,
@@ -23,6 +22,7 @@ from posflow.proofs_checks.cli._common import (
     print_json,
     read_text_file,
 )
+from posflow.proofs_checks.cli._output import figure_file
 
 __all__ = ["add_parser", "cmd_rollout", "read_lambdas"]
 

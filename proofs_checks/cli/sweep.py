@@ -18,13 +18,13 @@ from pathlib import Path
 from posflow.proofs_checks.cli._common import (
     UsageError,
     bad_input,
-    console,
     ensure_memory,
     output_dir,
     output_file,
     positive_float,
     print_json,
 )
+from posflow.proofs_checks.cli._output import console
 
 __all__ = ["add_parser", "cmd_sweep", "default_store", "format_table"]
 

@@ -15,12 +15,12 @@ import sys
 from posflow.proofs_checks.cli._common import (
     UsageError,
     add_threads_option,
-    console,
     integer,
     one_line,
     output_dir,
     print_json,
 )
+from posflow.proofs_checks.cli._output import console
 
 __all__ = ["add_parser", "cmd_verify"]
 

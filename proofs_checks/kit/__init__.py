@@ -114,7 +114,14 @@ from posflow.proofs_checks.kit._evidence import (
     stat_tol,
     undecided,
 )
-from posflow.proofs_checks.kit._figures import COLORS, plot_profile, plot_profiles, render, save
+from posflow.proofs_checks.kit._figures import (
+    COLORS,
+    figure_suffixes,
+    plot_profile,
+    plot_profiles,
+    render,
+    save,
+)
 from posflow.proofs_checks.kit._inputs import random_alibi, random_causal, random_layers
 from posflow.proofs_checks.kit._lock import (
     Expectation,
@@ -261,6 +268,7 @@ __all__ = [
     "export_test",
     "family_level",
     "family_reason",
+    "figure_suffixes",
     "fp_tol",
     "get_claim",
     "get_relaxation",

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import base64
 import datetime
-import html
 import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
 import numpy as np
+from markupsafe import Markup, escape
 
 __all__ = [
     "TIMING_NOTE",
@@ -132,12 +133,12 @@ def records(results, prov: dict | None = None) -> list[dict]:
     return out
 
 
-def _provenance_lines(prov: dict) -> list[str]:
+def _provenance_rows(prov: dict) -> list[tuple[str, str]]:
     commit = prov.get("git_commit")
     if commit:
-        commit = f"`{commit}`" + (" (with uncommitted changes)" if prov.get("git_dirty") else "")
+        commit = commit + (" (with uncommitted changes)" if prov.get("git_dirty") else "")
     libs = ", ".join(f"{k} {prov[k]}" for k in ("numpy", "scipy", "numba", "torch") if k in prov)
-    rows = [
+    return [
         ("posflow", prov.get("posflow")),
         ("git commit", commit or "not a git checkout"),
         ("seed", prov.get("seed")),
@@ -148,7 +149,6 @@ def _provenance_lines(prov: dict) -> list[str]:
         ("threads", prov.get("threads")),
         ("timing", prov.get("timing")),
     ]
-    return ["## Provenance", "", *(f"- {k}: {v}" for k, v in rows), ""]
 
 
 _MARK = {True: "pass", False: "FAIL", None: ""}
@@ -211,34 +211,6 @@ def _render_figures(recs: list[dict], out: Path) -> None:
         ]
 
 
-def _evidence_md(rec: dict) -> list[str]:
-    lines = [f"### {rec['id']} — {rec['status']}", "", rec["statement"], ""]
-    if rec.get("expected"):
-        lines += [f"*Expected:* {_expected_words(rec)}", ""]
-    if rec.get("setup"):
-        lines += [f"*Setup:* {rec['setup']}", ""]
-    if rec.get("summary"):
-        lines += [f"*Verdict:* {rec['status']} — {rec['summary']}", ""]
-    if rec.get("error"):
-        lines += [f"Crashed: `{rec['error']}`", ""]
-    if rec.get("measurements"):
-        lines += _md_table(_HEAD, measurement_rows(rec))
-    else:  # not yet moved to measurements
-        from posflow.proofs_checks.kit._specs import _num
-
-        for k, v in rec.get("measured", {}).items():
-            shown = f"[{len(v)} values]" if isinstance(v, list) and len(v) > 8 else _num(v)
-            lines.append(f"- {k}: {shown}")
-        lines.append("")
-    for t in rec.get("tables", []):
-        lines += [f"**{t['title']}**", "", *_md_table(t["columns"], t["rows"])]
-        if t.get("note"):
-            lines += [t["note"], ""]
-    for f in rec.get("figure_paths", []):
-        lines += [f"Figure: [{f}]({f}) (shown under Figures)", ""]
-    return lines
-
-
 def _expected_words(rec: dict) -> str:
     """The verdict lock's expectation in words: ``= FAILS (reason)`` or ``≠ HOLDS: regression``."""
     want = rec.get("expected", "")
@@ -257,71 +229,72 @@ def _lock_cell(rec: dict) -> str:
     return f"= {want}" if rec["status"] == want else f"≠ {want} (regression)"
 
 
-def _html_table(head, rows) -> str:
+# Unicode mathematics in statements and summaries (λ_t, e^{2λ}, Σ_{j≥1}) as HTML sub- and
+# superscripts: a braced group, or one character after _ or ^ that ends the word
+_SCRIPT = re.compile(r"([_^])(?:\{([^{}]*)\}|([^\W_](?![\w])))")
+
+
+def _math(text) -> Markup:
+    """HTML-escaped ``text`` with ``_x``/``_{…}`` and ``^x``/``^{…}`` as <sub>/<sup>."""
+    def sub(m):
+        tag = "sub" if m.group(1) == "_" else "sup"
+        return f"<{tag}>{m.group(2) if m.group(2) is not None else m.group(3)}</{tag}>"
+
+    return Markup(_SCRIPT.sub(sub, str(escape(str(text)))))
+
+
+def _html_table(head, rows) -> Markup:
     from posflow.proofs_checks.kit._specs import _num
 
-    h = "".join(f"<th>{html.escape(str(c))}</th>" for c in head)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_num(c))}</td>" for c in r) + "</tr>" for r in rows
-    )
-    return f"<table><tr>{h}</tr>{body}</table>"
+    h = "".join(f"<th>{escape(str(c))}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{_math(_num(c))}</td>" for c in r) + "</tr>"
+                   for r in rows)  # fmt: skip
+    return Markup(f"<table><tr>{h}</tr>{body}</table>")
 
 
-def _html(recs: list[dict], out: Path, title_line: str, prov: dict | None) -> str:
-    e = html.escape
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>posflow verification report"
-        "</title><style>body{font-family:sans-serif;max-width:70em;margin:auto;padding:1em}"
-        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;"
-        "font-size:90%}.HOLDS{color:#1a7f37}.FAILS{color:#cf222e}.INCONCLUSIVE{color:#9a6700}"
-        ".ERROR{color:#8250df}img{max-width:100%}</style></head><body>",
-        "<h1>posflow verification report</h1>",
-        f"<p>{e(title_line)}</p>",
-        "<h2>Verdicts</h2>",
-        "<table><tr><th>ID</th><th>status</th><th>expected</th><th>statement</th>"
-        "<th>summary</th></tr>",
-    ]
-    for r in recs:
-        parts.append(
-            f"<tr><td><a href='#{r['id'].lower()}'>{r['id']}</a></td>"
-            f"<td class='{r['status']}'>{r['status']}</td>"
-            f"<td>{e(_lock_cell(r))}</td><td>{e(r['statement'])}</td>"
-            f"<td>{e(r.get('summary') or r.get('error', ''))}</td></tr>"
-        )
-    parts.append("</table><h2>Evidence</h2>")
-    for r in recs:
-        parts.append(
-            f"<h3 id='{r['id'].lower()}'>{r['id']} — <span class='{r['status']}'>"
-            f"{r['status']}</span></h3><p>{e(r['statement'])}</p>"
-        )
-        if r.get("expected"):
-            parts.append(f"<p><em>Expected:</em> {e(_expected_words(r))}</p>")
-        if r.get("setup"):
-            parts.append(f"<p><em>Setup:</em> {e(r['setup'])}</p>")
-        if r.get("summary"):
-            parts.append(f"<p><em>Verdict:</em> {e(r['summary'])}</p>")
-        if r.get("error"):
-            parts.append(f"<p>Crashed: <code>{e(r['error'])}</code></p>")
-        if r.get("measurements"):
-            parts.append(_html_table(_HEAD, measurement_rows(r)))
-        elif r.get("measured"):
-            rows = [[k, v if not isinstance(v, list) else f"[{len(v)} values]"]
-                    for k, v in r["measured"].items()]  # fmt: skip
-            parts.append(_html_table(["measured", "value"], rows))
-        for t in r.get("tables", []):
-            parts.append(f"<p><strong>{e(t['title'])}</strong></p>")
-            parts.append(_html_table(t["columns"], t["rows"]))
-            if t.get("note"):
-                parts.append(f"<p>{e(t['note'])}</p>")
-        for f in r.get("figure_paths", []):
-            data = base64.b64encode((out / f).read_bytes()).decode("ascii")
-            parts.append(f"<p><img alt='{e(r['id'])}' src='data:image/png;base64,{data}'></p>")
-    if prov is not None:
-        parts.append("<h2>Provenance</h2><ul>")
-        parts += [f"<li>{e(line[2:])}</li>" for line in _provenance_lines(prov)[2:-1]]
-        parts.append("</ul>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+def _md_table_text(head, rows) -> str:
+    return "\n".join(_md_table(head, rows))
+
+
+def _template(name: str):
+    """A Jinja2 template of ``templates/`` (HTML autoescaped, Markdown not)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+        autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True,
+        trim_blocks=False, undefined=jinja2.StrictUndefined,
+    )  # fmt: skip
+    env.filters.update(math=_math, cell=_cell)
+    env.globals.update(html_table=_html_table, md_table=_md_table_text)
+    return env.get_template(name)
+
+
+def _view(rec: dict, out: Path) -> dict:
+    """What the templates show of one record: anchors, lock words, rows, figures with captions."""
+    from posflow.proofs_checks.kit._catalog import anchor
+
+    figs = []
+    for i, path in enumerate(rec.get("figure_paths", [])):
+        meta = rec["figures"][i] if i < len(rec.get("figures", [])) else {}
+        what = " — ".join(x for x in (meta.get("title"), meta.get("caption")) if x)
+        suffix = Path(path).suffix.lower().lstrip(".")
+        figs.append({
+            "path": path, "alt": f"{rec['id']}: {meta.get('title') or Path(path).stem}",
+            "caption": f"{what or Path(path).stem}. Verdict of {rec['id']}: {rec['status']}.",
+            "mime": "image/svg+xml" if suffix == "svg" else f"image/{suffix}",
+            "data": base64.b64encode((out / path).read_bytes()).decode("ascii"),
+        })  # fmt: skip
+    return dict(
+        rec, anchor=f"evidence-{anchor(rec['id'])}", catalog_anchor=anchor(rec["id"]),
+        lock=_lock_cell(rec), expected_words=_expected_words(rec), figs=figs,
+        differs=bool(rec.get("expected")) and rec["status"] != rec["expected"],
+        rows=measurement_rows(rec) if rec.get("measurements") else [
+            [k, f"[{len(v)} values]" if isinstance(v, list) else v]
+            for k, v in rec.get("measured", {}).items()],
+        tables=rec.get("tables", []), summary=rec.get("summary"), error=rec.get("error"),
+        setup=rec.get("setup"), timing=rec.get("timing"),
+    )  # fmt: skip
 
 
 def write_report(results, out, *, size: str, provenance: dict | None = None) -> Path:
@@ -329,13 +302,18 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
     figures (PNG, drawn here from each evidence's figure specs), ``results.json`` and
     ``CLAIMS.md``.
 
-    ``results.json`` is a list of records (:func:`records`), each carrying ``provenance``;
-    ``index.md`` opens with the verdict table, then each claim's evidence (its measurements with
-    the reference, tolerance and the tolerance's reason; its tables; its figures) and the
-    provenance; each claim ID links to its entry in ``CLAIMS.md``, the catalog generated from
-    the registry (:func:`posflow.proofs_checks.kit.to_markdown`), written beside it.
+    ``results.json`` is a list of records (:func:`records`), each carrying ``provenance``.
+    ``index.md`` and ``index.html`` are Jinja2 templates (``templates/report.{md,html}.j2``): a
+    table of contents, the verdict table (expectation, summary, seconds and what they include),
+    then each claim's evidence — statement, expectation, setup, verdict, its figures with
+    captions (what is drawn, the verdict) before its measurements (reference, tolerance and the
+    tolerance's reason) and tables — and the provenance. Claim IDs link to their evidence and to
+    their entry in ``CLAIMS.md``, the catalog generated from the registry
+    (:func:`posflow.proofs_checks.kit.to_markdown`), written beside it. The HTML is standalone
+    (figures inlined; sub- and superscripts of the statements' mathematics as HTML; long tables
+    folded).
     """
-    from posflow.proofs_checks.kit._catalog import anchor, to_markdown
+    from posflow.proofs_checks.kit._catalog import to_markdown
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -364,35 +342,12 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
         f"Size: {size}. " + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + "." + lock
         + where
     )
-    lines = [
-        "# posflow verification report",
-        "",
-        title_line.replace(f"Size: {size}", f"Size: `{size}`"),
-        "",
-        "## Figures",
-        "",
-    ]
-    for rec in recs:
-        for f in rec["figure_paths"]:
-            lines += [f"**{rec['id']}** ({rec['status']})", "", f"![{rec['id']}]({f})", ""]
-    lines += [
-        "## Verdicts",
-        "",
-        "| ID | status | expected | statement | summary | time (s) | timing |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for rec in recs:
-        lines.append(
-            f"| [{rec['id']}](CLAIMS.md#{anchor(rec['id'])}) | {rec['status']} | "
-            f"{_lock_cell(rec)} | "
-            f"{_cell(rec['statement'])} | {_cell(rec.get('summary') or rec.get('error', ''))} | "
-            f"{rec['seconds']} | {rec.get('timing', '')} |"
-        )
-    lines += ["", TIMING_NOTE, "", "## Evidence", ""]
-    for rec in recs:
-        lines += _evidence_md(rec)
-    if provenance is not None:
-        lines += _provenance_lines(provenance)
-    (out / "index.md").write_text("\n".join(lines), encoding="utf-8")
-    (out / "index.html").write_text(_html(recs, out, title_line, provenance), encoding="utf-8")
+    views = [_view(r, out) for r in recs]
+    common = dict(recs=views, timing_note=TIMING_NOTE, head=_HEAD, prov=provenance,
+                  prov_rows=_provenance_rows(provenance) if provenance else [])  # fmt: skip
+    md = _template("report.md.j2").render(
+        title_line_md=title_line.replace(f"Size: {size}", f"Size: `{size}`"), **common)
+    (out / "index.md").write_text(md, encoding="utf-8")
+    html_text = _template("report.html.j2").render(title_line=title_line, **common)
+    (out / "index.html").write_text(html_text, encoding="utf-8")
     return out / "index.md"
