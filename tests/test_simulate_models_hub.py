@@ -175,7 +175,7 @@ def test_an_unsupported_gguf_is_refused_before_dequantising(monkeypatch, tmp_pat
     with pytest.raises(ValueError, match="unsupported architecture 't5'"):
         hub.install("smollm2-135m")
     (tmp_path / "x.gguf").write_bytes(tiny_gguf("t5"))
-    with pytest.raises(ValueError, match=r"unsupported architecture 't5' in .*x\.gguf"):
+    with pytest.raises(ValueError, match=r"x\.gguf': unsupported architecture 't5'"):
         hub.load_pretrained(tmp_path / "x.gguf")
 
 

@@ -414,3 +414,32 @@ def test_head_mean_and_qk_sums_equal_the_full_accumulators(kind):
                                rtol=1e-10, atol=1e-10)  # fmt: skip
     with pytest.raises(ValueError, match="qk must be True, False or 'summary'"):
         M.measure(model, ids, qk="diag")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_lambdas_with_the_mlp_match_the_hand_attention_and_the_block_outputs(kind):
+    """λ_t with the MLP: a_t written out by hand, m_t = block output − x_t − a_t."""
+    model, ids = build(kind, seed=17), _ids(seed=18)
+    m = M.measure(model, ids, lambdas="both", attention=False, qk=False, influence=False)
+    blocks = list(model.blocks) if kind == "posflow" else M.adapter_for(model).blocks(model)
+    xs, ys = {}, {}
+    handles = [b.register_forward_pre_hook(lambda mod, a, t=t: xs.__setitem__(t, a[0]))
+               for t, b in enumerate(blocks)]  # fmt: skip
+    handles += [b.register_forward_hook(lambda mod, a, o, t=t: ys.__setitem__(
+        t, o[0] if isinstance(o, tuple) else o)) for t, b in enumerate(blocks)]  # fmt: skip
+    fixes = [] if kind == "posflow" else M.adapter_for(model).prepare(model)
+    with torch.no_grad():
+        model(ids) if kind == "posflow" else model(input_ids=ids)
+        lam = []
+        for t, blk in enumerate(blocks):
+            a = hand_layer(kind, model, blk, xs[t])[0]
+            na, nx, nm = a.norm(dim=-1), xs[t].norm(dim=-1), (ys[t] - xs[t] - a).norm(dim=-1)
+            lam.append((na / (nx + na + nm)).mean(dim=1))
+    for h in handles + fixes:
+        h.remove()
+    lam = torch.stack(lam, 1).numpy()
+    np.testing.assert_allclose(m.lambda_mlp_per_sequence, lam, rtol=0, atol=TOL[kind])
+    np.testing.assert_allclose(m.lambdas_mlp, lam.mean(0), rtol=0, atol=TOL[kind])
+    # hand adapters: plain causal masks; Llama (attention interface): no mask seen without
+    # probabilities or q·k, so no windows reported
+    assert m.windows == (None if kind == "llama" else (None,) * m.num_layers)

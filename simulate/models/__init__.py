@@ -1,8 +1,12 @@
 """Causal language models, measured and trained (torch; claims PB15, PB16).
 
-* :mod:`~posflow.simulate.models.measure` — forward hooks recording λ_t, dataset-mean attention
-  and raw q·k, content (b, c) and gradient influence of posflow's LM and of Hugging Face GPT-2,
-  BLOOM, Falcon, MPT and Llama causal LMs (adapters in :mod:`~posflow.simulate.models._adapters`);
+* :mod:`~posflow.simulate.models.measure` — forward hooks recording λ_t (also with the MLP
+  update counted), dataset-mean attention and raw q·k, content (b, c), per-layer windows and
+  gradient influence of posflow's LM and of Hugging Face causal LMs: every family whose
+  attention goes through transformers' attention interface (a recording attention function,
+  :mod:`~posflow.simulate.models._interface`; where each family adds its sub-layers to the
+  residual: :mod:`~posflow.simulate.models._layouts`) and GPT-2, BLOOM, Falcon and MPT by hand
+  adapters; ``_adapters.check_architecture(config)`` refuses anything else before weights load;
 * :mod:`~posflow.simulate.models.predict` — rollout predictions (a) attention-only, (b)
   residual-aware, (c) with content, and their normalised W1 / Spearman against the measured
   influence;

@@ -5,6 +5,8 @@ An adapter tells :mod:`posflow.simulate.models.measure`, for decoder block t,
 * ``blocks(model)`` — the decoder blocks in order; the block's first input is x_t;
 * ``attn_output(block)`` — (module, index): that module's output (or ``output[index]``) is the
   attention sub-layer output a_t after its output projection, before the residual add;
+* ``mlp_output(block)`` — (module, index): the same for the MLP update m_t (after its output
+  projection and any post norm, before the residual add);
 * ``probs(block)`` — (module, index): ``output[index]`` are the post-softmax probabilities
   (B, H, n, n) (Hugging Face models must run the "eager" attention implementation);
 * ``qk_source(block)`` — (module, fn, kind): with kind "pre", ``fn(module, args, kwargs)``
@@ -20,8 +22,15 @@ An adapter tells :mod:`posflow.simulate.models.measure`, for decoder block t,
   ``None`` where the architecture has no such adapter);
 * ``d_head(model)``, ``num_heads(model)``, ``max_length(model)`` (None when unbounded).
 
-Supported: posflow's own :class:`posflow.simulate.models.lm.LM` and the Hugging Face families GPT-2,
-BLOOM, Falcon, MPT and Llama, chosen by ``config.model_type``.
+Supported (:func:`check_architecture`, from the config alone): posflow's own
+:class:`posflow.simulate.models.lm.LM`; every family of
+:data:`posflow.simulate.models._layouts.LAYOUTS` (Llama, Mistral, Qwen 2/3, Gemma 1/2/3,
+OLMo 1/2, Phi, Phi-3, GPT-NeoX, …), whose attention goes through transformers'
+``AttentionInterface`` and is recorded there (:mod:`posflow.simulate.models._interface`, any
+attention implementation); and, by the hand adapters below, GPT-2, BLOOM, Falcon and MPT, chosen
+by ``config.model_type``. BLOOM, Falcon and MPT (transformers 5.x) compute their attention inline
+(ALiBi, no interface); GPT-2 goes through the interface except with ``reorder_and_upcast_attn``
+and keeps its hand adapter (eager attention for probabilities).
 """
 
 from __future__ import annotations
@@ -30,73 +39,12 @@ import math
 
 import torch
 
-__all__ = ["SUPPORTED", "Adapter", "adapter_for"]
+from posflow.simulate.models._adapter_base import Adapter, _heads, _hidden, _repeat
+from posflow.simulate.models._interface import InterfaceAdapter
+from posflow.simulate.models._layouts import LAYOUTS
+from posflow.simulate.models._supported import SUPPORTED, _refuse, check_architecture
 
-SUPPORTED = ("posflow", "gpt2", "bloom", "falcon", "mpt", "llama")
-
-
-def _hidden(args, kwargs):
-    if args:
-        return args[0]
-    if "hidden_states" in kwargs:
-        return kwargs["hidden_states"]
-    raise ValueError("could not find the hidden states among the module's inputs")
-
-
-def _heads(t, H, d):  # (B, n, H·d) -> (B, H, n, d)
-    B, n, _ = t.shape
-    return t.reshape(B, n, H, d).transpose(1, 2)
-
-
-def _repeat(k, H):  # (B, Hkv, n, d) -> (B, H, n, d)
-    return k if k.shape[1] == H else k.repeat_interleave(H // k.shape[1], dim=1)
-
-
-class Adapter:
-    """Base adapter; see the module docstring for the interface."""
-
-    name = "base"
-
-    def blocks(self, model):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def prepare(self, model) -> list:
-        """Hooks that make the measured pass compute what the model computes (default none)."""
-        return []
-
-    def attention(self, block):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def attn_output(self, block):
-        return self.attention(block), 0
-
-    def probs(self, block):
-        return self.attention(block), 1
-
-    def qk_source(self, block):
-        return self.attention(block), self.qk, "pre"
-
-    def qk(self, attn, args, kwargs):  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def slopes(self, model):
-        return None
-
-    def value_source(self, block):
-        """(module, fn) giving the value vectors, or None (no value-norm adapter)."""
-        return None
-
-    def out_weight(self, block):  # pragma: no cover - only called after value_source
-        raise NotImplementedError
-
-    def num_heads(self, model) -> int:
-        return int(model.config.num_attention_heads)
-
-    def d_head(self, model) -> int:
-        return int(model.config.hidden_size) // self.num_heads(model)
-
-    def max_length(self, model) -> int | None:
-        return None
+__all__ = ["SUPPORTED", "Adapter", "adapter_for", "check_architecture"]
 
 
 class PosflowAdapter(Adapter):
@@ -110,6 +58,9 @@ class PosflowAdapter(Adapter):
 
     def attn_output(self, block):
         return block.attn, None
+
+    def mlp_output(self, block):
+        return block.mlp, None
 
     def probs(self, block):
         return block.attn.prob_probe, None
@@ -155,6 +106,9 @@ class GPT2Adapter(Adapter):
     def attention(self, block):
         return block.attn
 
+    def mlp_output(self, block):
+        return block.mlp, None
+
     def qk(self, attn, args, kwargs):
         q, k, _ = attn.c_attn(_hidden(args, kwargs)).split(attn.split_size, dim=2)
         return _heads(q, attn.num_heads, attn.head_dim), _heads(k, attn.num_heads, attn.head_dim)
@@ -188,6 +142,9 @@ class BloomAdapter(Adapter):
         # BloomAttention adds the residual itself; its dense projection is a_t
         return block.self_attention.dense, None
 
+    def mlp_output(self, block):
+        return block.mlp.dense_4h_to_h, None  # BloomMLP adds the residual itself, too
+
     def qk(self, attn, args, kwargs):
         q, k, _ = attn._reshape(attn.query_key_value(_hidden(args, kwargs)))
         return q, k
@@ -209,6 +166,9 @@ class FalconAdapter(Adapter):
 
     def attention(self, block):
         return block.self_attention
+
+    def mlp_output(self, block):
+        return block.mlp, None  # read before the parallel blocks add a_t to it in place
 
     def qk(self, attn, args, kwargs):
         q, k, _ = attn._split_heads(attn.query_key_value(_hidden(args, kwargs)))
@@ -261,6 +221,9 @@ class MptAdapter(Adapter):
     def attention(self, block):
         return block.attn
 
+    def mlp_output(self, block):
+        return block.ffn.down_proj, None  # MptMLP adds the residual itself
+
     def qk(self, attn, args, kwargs):
         qkv = attn.Wqkv(_hidden(args, kwargs))
         if attn.clip_qkv:
@@ -280,43 +243,6 @@ class MptAdapter(Adapter):
         return int(model.config.n_heads)
 
 
-class LlamaAdapter(Adapter):
-    name = "llama"
-
-    def blocks(self, model):
-        return list(model.model.layers)
-
-    def attention(self, block):
-        return block.self_attn
-
-    def qk(self, attn, args, kwargs):
-        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
-        h = _hidden(args, kwargs)
-        d = attn.head_dim
-        q = _heads(attn.q_proj(h), attn.q_proj.out_features // d, d)
-        k = _heads(attn.k_proj(h), attn.k_proj.out_features // d, d)
-        cos, sin = kwargs["position_embeddings"]
-        q, k = apply_rotary_pos_emb(q, k, cos, sin)
-        return q, _repeat(k, q.shape[1])
-
-    def value_source(self, block):
-        attn = block.self_attn
-        d = attn.head_dim
-        H = attn.q_proj.out_features // d
-
-        def fn(mod, args, out):
-            return _repeat(_heads(out, out.shape[-1] // d, d), H)
-
-        return attn.v_proj, fn
-
-    def out_weight(self, block):
-        return block.self_attn.o_proj.weight
-
-    def d_head(self, model):
-        return int(getattr(model.config, "head_dim", None) or super().d_head(model))
-
-
 _ADAPTERS = {
     a.name: a
     for a in (
@@ -325,7 +251,6 @@ _ADAPTERS = {
         BloomAdapter(),
         FalconAdapter(),
         MptAdapter(),
-        LlamaAdapter(),
     )
 }
 
@@ -334,26 +259,28 @@ def adapter_for(model, *, probabilities: bool = True) -> Adapter:
     """The adapter of ``model`` (posflow LM or a HF causal LM chosen by ``config.model_type``).
 
     With ``probabilities`` (attention or value-norm kernels are wanted) a Hugging Face model
-    must run the eager attention, the only one that returns probabilities; λ_t, q·k and the
-    gradient influence need no probabilities and work with any attention implementation."""
+    must have been loaded with the eager attention, the only one that returns probabilities
+    (the families recorded through the attention interface would not need it: their attention
+    is switched to the recording function during the measurement, whatever it was; the rule is
+    kept for one contract across families); λ_t, q·k and the gradient influence need no
+    probabilities and work with any attention implementation."""
     from posflow.simulate.models.lm import LM
 
     if isinstance(model, LM):
         return _ADAPTERS["posflow"]
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
-    kind = getattr(getattr(model, "config", None), "model_type", None)
-    if kind not in _ADAPTERS or kind == "posflow":
-        raise ValueError(
-            f"unsupported architecture {kind!r} ({type(model).__name__}); supported: "
-            "posflow LM and Hugging Face gpt2, bloom, falcon, mpt, llama"
-        )
-    if kind == "gpt2" and getattr(model.config, "add_cross_attention", False):
-        raise ValueError("unsupported architecture: gpt2 with cross-attention")
+    config = getattr(model, "config", None)
+    kind = getattr(config, "model_type", None)
+    if config is None or kind == "posflow":
+        _refuse(kind, f" ({type(model).__name__})")
+    check_architecture(config)
     impl = getattr(model.config, "_attn_implementation", "eager")
     if probabilities and impl not in (None, "eager"):
         raise ValueError(
             f"model runs the {impl!r} attention implementation, which hides attention "
             "probabilities; load it with attn_implementation='eager'"
         )
+    if kind in LAYOUTS:
+        return InterfaceAdapter(kind)
     return _ADAPTERS[kind]

@@ -1,8 +1,11 @@
 """The forward hooks behind :func:`posflow.simulate.models.measure.measure` (claims PB15, PB16).
 
 :class:`_Recorder` installs, per decoder block, a pre-hook keeping the block input x_t, a hook
-on the attention output a_t (per-token ratios), a hook on the attention probabilities and a
-q·k hook, and accumulates float64 running sums in query-position chunks.
+on the attention output a_t (per-token ratios; with ``lambdas="both"`` also hooks for the MLP
+update m_t), and either hooks on the attention probabilities, values and q·k (hand adapters)
+or one route from the recording attention function (adapters on transformers' attention
+interface, which also reports each layer's mask, hence its sliding window); it accumulates
+float64 running sums in query-position chunks.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from posflow.simulate.models._adapters import _hidden
+from posflow.simulate.models._adapter_base import _hidden
 
 
 def _as_ids(input_ids, n, vocab) -> torch.Tensor:
@@ -68,6 +71,11 @@ class _Recorder:
         self.layer_grad = torch.zeros(L, n, **acc) if want.get("layer_influence") else None
         self.live: list[torch.Tensor | None] = [None] * L  # block inputs kept for their gradient
         self.ratios: list[list[torch.Tensor]] = [[] for _ in range(L)]
+        self.mlp_ratios: list[list[torch.Tensor]] = [[] for _ in range(L)]
+        self.na: list[torch.Tensor | None] = [None] * L  # ‖a_t‖ per token, for the MLP ratio
+        self.W: list[torch.Tensor | None] = [None] * L  # W_O per layer (interface value norms)
+        self.windows: list[int | None] = [None] * L  # keys a query sees; None: all earlier
+        self.masks_seen = False
         self.x: list[torch.Tensor | None] = [None] * L
         self.handles = []
 
@@ -94,7 +102,12 @@ class _Recorder:
         self.qk_sums[t, :, 0] += torch.diagonal(s, dim1=-2, dim2=-1).sum(dim=(0, 2))
         self.qk_sums[t, :, 1] += torch.tril(s, -1).sum(dim=(0, 2, 3))
 
-    def install(self, blocks):
+    def install(self, blocks, model=None):
+        probes = self.attn is not None or self.vnk is not None or self.qk_sums is not None
+        if self.adapter.interface and probes:
+            if self.vnk is not None:
+                self.W = [self.adapter.out_weight(b) for b in blocks]
+            self.handles.append(self.adapter.route(model, blocks, self._on_attention))
         for t, block in enumerate(blocks):
             self.handles.append(
                 block.register_forward_pre_hook(self._block_in(t), with_kwargs=True)
@@ -102,6 +115,13 @@ class _Recorder:
             if self.want["lambdas"]:
                 mod, idx = self.adapter.attn_output(block)
                 self.handles.append(mod.register_forward_hook(self._attn_out(t, idx)))
+            if self.want["lambdas"] == "both":
+                mod, idx = self.adapter.attn_output(block)
+                self.handles.append(mod.register_forward_hook(self._attn_norm(t, idx)))
+                mod, idx = self.adapter.mlp_output(block)
+                self.handles.append(mod.register_forward_hook(self._mlp_out(t, idx)))
+            if self.adapter.interface:
+                continue
             if self.attn is not None or self.vnk is not None:
                 mod, idx = self.adapter.probs(block)
                 self.handles.append(mod.register_forward_hook(self._probs(t, idx)))
@@ -148,18 +168,71 @@ class _Recorder:
             self.layer_grad[t] += x.grad.double().norm(dim=-1).sum(0)
         self.live = [None] * len(self.live)
 
+    def _value_norms(self, t, v, W):
+        """``vn[t] = ‖W_O^h v_j^h‖`` (B, H, n) from the values v (B, H, n, d)."""
+        v = v.detach()
+        B, H, n, d = v.shape
+        Wh = W.detach().reshape(W.shape[0], H, d)  # (D, H, d)
+        norms = torch.empty(B, H, n, dtype=torch.float64, device=v.device)
+        dt = torch.promote_types(v.dtype, torch.float32)  # float32 or better
+        for h in range(H):  # one head at a time: (B, n, d) @ (d, D), then ‖·‖ over D
+            f = v[:, h].to(dt) @ Wh[:, h].to(dt).T
+            norms[:, h] = f.double().norm(dim=-1)
+        self.vn[t] = norms
+
     def _values(self, t, fn, W):
         def hook(mod, args, out):
             with torch.no_grad():
-                v = fn(mod, args, out).detach()  # (B, H, n, d)
-                B, H, n, d = v.shape
-                Wh = W.detach().reshape(W.shape[0], H, d)  # (D, H, d)
-                norms = torch.empty(B, H, n, dtype=torch.float64, device=v.device)
-                dt = torch.promote_types(v.dtype, torch.float32)  # float32 or better
-                for h in range(H):  # one head at a time: (B, n, d) @ (d, D), then ‖·‖ over D
-                    f = v[:, h].to(dt) @ Wh[:, h].to(dt).T
-                    norms[:, h] = f.double().norm(dim=-1)
-                self.vn[t] = norms
+                self._value_norms(t, fn(mod, args, out), W)
+
+        return hook
+
+    def _on_attention(self, t, q, k, v, p, mask):
+        """What the recording attention function reports for layer t (interface adapters)."""
+        with torch.no_grad():
+            if not self.masks_seen:
+                self._window(t, mask, p.shape[-1])
+            if self.vnk is not None:
+                self._value_norms(t, v, self.W[t])
+            if self.attn is not None or self.vnk is not None:
+                self._take_probs(t, p)
+            if self.qk_sums is not None:
+                self._take_qk(t, q, k)
+
+    def _window(self, t, mask, n):
+        """Record layer t's window from its mask; refuse anything but a causal band."""
+        if mask is None:
+            raise ValueError(f"layer {t}: the model passed no attention mask")
+        m = mask[0, 0, :, :n]
+        allowed = m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2
+        w = int(allowed.sum(-1).max())
+        ones = torch.ones(n, n, dtype=torch.bool, device=allowed.device)
+        if not torch.equal(allowed, ones.tril() & ones.triu(1 - w)):
+            raise ValueError(f"layer {t}: the attention mask is not a causal band")
+        self.windows[t] = w if w < n else None
+        self.masks_seen = t == len(self.windows) - 1
+
+    def _attn_norm(self, t, idx):
+        def hook(mod, args, out):
+            a = (out if idx is None else out[idx]).detach()
+            self.na[t] = a.to(torch.promote_types(a.dtype, torch.float32)).norm(dim=-1)
+
+        return hook
+
+    def _mlp_out(self, t, idx):
+        """Per token ‖a_t‖/(‖x_t‖ + ‖a_t‖ + ‖m_t‖), averaged over positions (λ_t with the MLP);
+        the norm of m_t is taken at once (Falcon adds a_t to it in place afterwards)."""
+
+        def hook(mod, args, out):
+            m = (out if idx is None else out[idx]).detach()
+            x, na = self.x[t], self.na[t]
+            if x is None or na is None or x.shape != m.shape:
+                raise ValueError(f"layer {t}: MLP update, attention update and input differ")
+            nm, nx = m.to(na.dtype).norm(dim=-1), x.to(na.dtype).norm(dim=-1)
+            den = nx.double() + na.double() + nm.double()
+            r = torch.where(den > 0, na.double() / den.clamp_min(1e-300), 0.0)  # (B, n)
+            self.mlp_ratios[t].append(r.mean(dim=1).cpu())
+            self.na[t] = None
 
         return hook
 
@@ -185,33 +258,39 @@ class _Recorder:
                     "the model returned no attention probabilities; load it with "
                     "attn_implementation='eager'"
                 )
-            p = p.detach()
-            if self.attn is not None:
-                self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1], not self.heads)
-            if self.vnk is not None:
-                vn = self.vn[t]
-                if vn is None or vn.shape != p.shape[:3]:
-                    raise ValueError(f"layer {t}: value norms and probabilities do not match")
-                dt = torch.promote_types(p.dtype, torch.float32)
-                vf = vn.to(dt)
-                for i0 in range(0, self.n, self.chunk):  # Σ_b Σ_h α_ij^h ‖W_O^h v_j^h‖
-                    i1 = min(self.n, i0 + self.chunk)
-                    w = torch.einsum("bhij,bhj->ij", p[:, :, i0:i1].to(dt), vf)
-                    self.vnk[t, i0:i1] += w.to(torch.float64)
-                self.vn[t] = None
+            self._take_probs(t, p.detach())
 
         return hook
+
+    def _take_probs(self, t, p):
+        """Accumulate probabilities p (B, H, n, n) and, with value norms, Σ_h α_ij^h ‖W_O v‖."""
+        if self.attn is not None:
+            self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1], not self.heads)
+        if self.vnk is not None:
+            vn = self.vn[t]
+            if vn is None or vn.shape != p.shape[:3]:
+                raise ValueError(f"layer {t}: value norms and probabilities do not match")
+            dt = torch.promote_types(p.dtype, torch.float32)
+            vf = vn.to(dt)
+            for i0 in range(0, self.n, self.chunk):  # Σ_b Σ_h α_ij^h ‖W_O^h v_j^h‖
+                i1 = min(self.n, i0 + self.chunk)
+                w = torch.einsum("bhij,bhj->ij", p[:, :, i0:i1].to(dt), vf)
+                self.vnk[t, i0:i1] += w.to(torch.float64)
+            self.vn[t] = None
 
     def _qk_pre(self, t, fn):
         def hook(mod, args, kwargs):
             with torch.no_grad():
-                q, k = fn(mod, args, kwargs)
-                self._qk_sums_from_vectors(t, q, k)
-                if self.qk is not None:
-                    q, k = q.double(), k.double().transpose(-2, -1)
-                    self._add(self.qk, t, lambda i0, i1: q[:, :, i0:i1] @ k)
+                self._take_qk(t, *fn(mod, args, kwargs))
 
         return hook
+
+    def _take_qk(self, t, q, k):
+        """Accumulate the q·k sums (and the full q kᵀ) from q, k (B, H, n, d)."""
+        self._qk_sums_from_vectors(t, q, k)
+        if self.qk is not None:
+            q, k = q.double(), k.double().transpose(-2, -1)
+            self._add(self.qk, t, lambda i0, i1: q[:, :, i0:i1] @ k)
 
     def _qk_out(self, t):
         def hook(mod, args, out):

