@@ -303,5 +303,12 @@ class _Recorder:
 
 
 def _forward_logits(model, ids):
-    out = model(ids) if hasattr(model, "tok_emb") else model(input_ids=ids, use_cache=False)
-    return out if isinstance(out, torch.Tensor) else out.logits
+    """Logits of the forward pass; only the last position's where the model can skip the rest
+    (``logits_to_keep=1``: the LM head of a 262k-token vocabulary costs more than the blocks)."""
+    if hasattr(model, "tok_emb"):
+        return model(ids)
+    import inspect
+
+    kw = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(
+        model.forward).parameters else {}  # fmt: skip
+    return model(input_ids=ids, use_cache=False, **kw).logits
