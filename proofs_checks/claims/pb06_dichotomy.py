@@ -20,6 +20,7 @@ from posflow.proofs_checks.kit import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
+    PALETTE,
     RESIDUAL_STEP,
     SUMMABILITY_TEST,
     Context,
@@ -178,9 +179,9 @@ def _classifier_controls(K_budget):
 def _figure_pb6(n, series):
     return Figure(
         "PB6_dichotomy",
-        f"Dichotomy: λ_t = 0.5/(t+1)^β, uniform kernel, n = {n}",
-        [Panel("−log(1 − P[n−1,0]) against depth", "depth T", "−log Σ_{j≥1} P[n−1,j]",
-               series, logx=True, logy=True)],
+        f"Dichotomy: $\\lambda_t = 0.5/(t+1)^\\beta$, uniform kernel, n = {n}",
+        [Panel("mass off token 0 against depth", "depth T",
+               "$-\\log \\sum_{j \\geq 1} P[n-1, j]$", series, logx=True, logy=True)],
         caption="Bounded curves (β > 1) flatten; β ≤ 1 keep growing (β = 1 like log T).",
     )  # fmt: skip
 
@@ -225,7 +226,8 @@ def pb6(ctx: Context) -> Evidence:
         ms.append(_pb6_comparison(beta, got, want, depth, ratios))
         rows.append([beta, want or "undecided", got or "undecided", depth, ratios[-1],
                      10 ** (1 - beta)])  # fmt: skip
-        series.append(Series(f"β = {beta:g}", Ts, ys, kind="line"))
+        series.append(Series(f"β = {beta:g}", Ts, ys, kind="line",
+                             color=PALETTE[len(series) % len(PALETTE)]))  # fmt: skip
     tables = [
         Table("classification", "Numeric vs symbolic collapse, λ_t = 0.5/(t+1)^β",
               ["β", "symbolic", "numeric", "depth used", "last decade ratio",

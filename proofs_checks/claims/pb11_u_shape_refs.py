@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from posflow.proofs_checks.kit import (
+    PALETTE,
     U_END_MARGIN,
     U_MIN_DEPTH,
     Figure,
@@ -215,7 +216,7 @@ def loose_plane_judge(original):
 
 
 def regime_figure(n, lams, Ts, names, cells) -> Figure:
-    cmap = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#000000"]
+    cmap = PALETTE
     panels = []
     for nm in names:
         depth_series, loc_series = [], []
@@ -231,12 +232,13 @@ def regime_figure(n, lams, Ts, names, cells) -> Figure:
             )
         panels.append(
             Panel(f"{nm}: dip depth", "Σλ = λ·T", "relative dip depth (0: no dip away from ends)",
-                  depth_series, logx=True, hlines=[(U_MIN_DEPTH, "U_MIN_DEPTH")], ylim=(0, 1))
+                  depth_series, logx=True, hlines=[(U_MIN_DEPTH, "least depth of a U")],
+                  ylim=(0, 1), legend="shared")
         )  # fmt: skip
         panels.append(
             Panel(f"{nm}: argmin", "Σλ = λ·T", "argmin / (n − 1)", loc_series, logx=True,
-                  hlines=[(U_END_MARGIN, "U_END_MARGIN"), (1 - U_END_MARGIN, "1 − U_END_MARGIN")],
-                  ylim=(0, 1))
+                  hlines=[(U_END_MARGIN, ""), (1 - U_END_MARGIN, "")], ylim=(0, 1),
+                  legend="shared")
         )  # fmt: skip
     return Figure(
         "PB11_regime_map",
@@ -245,5 +247,6 @@ def regime_figure(n, lams, Ts, names, cells) -> Figure:
         caption="For each setting: the relative depth of the dip (counted only when the argmin "
         "is away from both ends) and the argmin's location, against Σλ = λ·T. Small Σλ: the "
         "minimum sits at token 0 (recency); large Σλ: at the last token (collapse onto token 0); "
-        "a U lies between.",
+        "a U lies between. Dashed: the U test's least depth (depth panels) and its end margins "
+        "(argmin panels: a U's minimum lies between them).",
     )

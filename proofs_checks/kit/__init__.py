@@ -185,7 +185,7 @@ from posflow.proofs_checks.kit._stats import (
     z_limit,
     z_se_tol,
 )
-from posflow.proofs_checks.kit._styles import SCHEME_COLORS, SCHEME_LABELS
+from posflow.proofs_checks.kit._styles import PALETTE, SCHEME_COLORS, SCHEME_LABELS
 from posflow.proofs_checks.kit._u_test import (
     U_DEPTHS,
     U_END_MARGIN,
@@ -206,6 +206,7 @@ __all__ = [
     "HOLDS",
     "INCONCLUSIVE",
     "OPS",
+    "PALETTE",
     "RESIDUAL_STEP",
     "SCHEME_COLORS",
     "SCHEME_LABELS",

@@ -175,8 +175,8 @@ def render(figure, path=None):
             spare[0].axis("off")
             spare[0].legend(*shared, frameon=False, fontsize=8, loc="center")
         else:
-            fig.legend(*shared, frameon=False, fontsize=8, loc="lower center",
-                       ncol=min(len(shared[0]), 6))  # fmt: skip
-            rect = (0, 0.08, 1, 1)
+            ncol = min(len(shared[0]), 2 * cols)  # two legend columns per panel column
+            fig.legend(*shared, frameon=False, fontsize=8, loc="lower center", ncol=ncol)
+            rect = (0, min(0.3, 0.045 * -(-len(shared[0]) // ncol) + 0.02), 1, 1)
     fig.tight_layout(rect=rect)
     return fig if path is None else save(fig, path)

@@ -6,7 +6,11 @@ Okabe–Ito colours (colour-blind safe); the same scheme has the same colour in 
 
 from __future__ import annotations
 
-__all__ = ["SCHEME_COLORS", "SCHEME_LABELS"]
+__all__ = ["PALETTE", "SCHEME_COLORS", "SCHEME_LABELS"]
+
+# the Okabe–Ito colours in a fixed order, for families of curves indexed by a parameter (λ, β)
+PALETTE = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
+           "#000000")  # fmt: skip
 
 SCHEME_COLORS = {
     "rope": "#D55E00",
