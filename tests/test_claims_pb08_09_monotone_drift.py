@@ -32,7 +32,9 @@ def test_pb8_control_is_in_the_verdict(results):
 
 def test_pb9_figure_marks_the_limits(results):
     fig = results["PB9"].evidence.figures[0]
-    levels = sorted(y for y, _ in fig.panels[0].hlines)
+    limits = [s for s in fig.panels[0].series if s.label.startswith("its limit")]
+    assert all(s.style == ":" and s.y[0] == s.y[-1] for s in limits)  # flat dotted lines
+    levels = sorted(s.y[0] for s in limits)
     q = math.exp(-0.1)
     ref = sorted(q / ((1 - q) * (math.exp(c) * (1 - q) + q)) for c in (0.0, 3.0, -3.0))
     assert levels == pytest.approx(ref, rel=1e-12)
