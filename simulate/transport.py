@@ -349,7 +349,7 @@ def orthogonal_value_output(
     at = namespace_of(weights, v, steps)
     weights, v = _weights_values(at, weights, v)
     pos = positions(at, q_pos, weights.shape[0], v.shape[0])
-    g = frame_prefix(steps, route, atol)
+    g = frame_prefix(orthogonal_steps(at, steps, atol), route, atol)  # on the common backend
     if tuple(g.shape[:2]) != tuple(v.shape):
         raise ValueError(
             f"steps must have shape ({v.shape[0]}, {v.shape[1]}, {v.shape[1]}); got {g.shape}"

@@ -471,3 +471,260 @@ def test_route_errors_are_exact(call, message):
     with pytest.raises((TypeError, ValueError)) as info:
         call()
     assert str(info.value) == message
+
+
+# ---------------------------------------------------------------------------------------------
+# transport functions: exact messages, defaults, query positions, backends and devices
+# ---------------------------------------------------------------------------------------------
+
+import array_api_strict as xps  # noqa: E402
+
+from posflow.simulate.backend import backend_of  # noqa: E402
+
+Q, K, V = np.random.default_rng(20).standard_normal((3, N, D))
+TH = np.random.default_rng(21).uniform(-3, 3, (N, D // 2))
+HAAR = haar(D, N, seed=22)
+W = HouseholderLaw(D, 1.0).sample_vectors(N, seed=23)
+A = attention_weights(Q @ K.T)
+E_ROWS = np.eye(D)[np.arange(N) % D]  # unit rows e_{t mod D}
+
+
+def _scaled_rows(scale):
+    """E_ROWS with row t multiplied by scale[t] (exact norms |scale[t]|)."""
+    return E_ROWS * np.asarray(scale, dtype=float)[:, None]
+
+
+def _one_bad_norm(row, norm, other=None):
+    s = np.ones(N)
+    s[row] = norm
+    if other is not None:
+        s[other[0]] = other[1]
+    return _scaled_rows(s)
+
+
+def _stretched(steps, t, c):
+    out = steps.copy()
+    out[t] *= c
+    return out
+
+
+TRANSPORT_ERRORS = [
+    (lambda: so2_scores(Q, K, TH[:, 0]), ValueError, "theta must be a 2-d array; got shape (9,)"),
+    (lambda: so2_scores(Q, K, TH[:, :2]), ValueError,
+     "theta must have shape (n, d/2) = (9, 3); got (9, 2)"),
+    (lambda: so2_scores(Q[0], K, TH), ValueError, "q must be a 2-d array; got shape (6,)"),
+    (lambda: so2_scores(Q * np.nan, K, TH), ValueError, "q must be finite (no NaN or inf)"),
+    (lambda: so2_scores(Q, K[0], TH), ValueError, "k must be a 2-d array; got shape (6,)"),
+    (lambda: so2_scores(Q, K * np.inf, TH), ValueError, "k must be finite (no NaN or inf)"),
+    (lambda: so2_scores(Q, K[:, :4], TH), ValueError,
+     "q and k must have the same width d; got (9, 6), (9, 4)"),
+    (lambda: so2_value_output(A[0], V, TH), ValueError,
+     "weights must be a 2-d array; got shape (9,)"),
+    (lambda: so2_value_output(A * np.nan, V, TH), ValueError,
+     "weights must be finite (no NaN or inf)"),
+    (lambda: so2_value_output(A, V[0], TH), ValueError, "v must be a 2-d array; got shape (6,)"),
+    (lambda: so2_value_output(A, V * np.nan, TH), ValueError, "v must be finite (no NaN or inf)"),
+    (lambda: so2_value_output(A[:, :5], V, TH), ValueError,
+     "weights must have 9 columns; got (9, 5)"),
+    (lambda: orthogonal_value_output(A, V, HAAR[:5]), ValueError,
+     "steps must have shape (9, 6, 6); got (5, 6, 6)"),
+    # step 3 scaled by 1 + 1e-6: M Mᵀ − I = (2e-6 + 1e-12) I up to rounding
+    (lambda: orthogonal_value_output(A, V, _stretched(HAAR, 3, 1 + 1e-6)), ValueError,
+     "steps must be orthogonal to atol=1e-08; step 3 has max|M Mᵀ − I| = 2e-06"),
+    (lambda: householder_step("abc", W[0], 1.0), TypeError, "x must be an array of numbers"),
+    (lambda: householder_step(K[0], "abc", 1.0), TypeError, "w must be an array of numbers"),
+    (lambda: householder_step(K[0] * np.nan, W[0], 1.0), ValueError,
+     "x and w must be finite (no NaN or inf)"),
+    (lambda: householder_step(K[0], W[0], [1.0, 1.0]), ValueError,
+     "beta must be a scalar in [0, 2]; got shape (2,)"),
+    (lambda: householder_step(K[0], W[0], 2.5), ValueError,
+     "beta must lie in [0, 2]; got 2.5 at index 0"),
+    (lambda: householder_scores(Q[0], K, W, [1.0, 1.0], 3), ValueError,
+     "beta must be a scalar or have shape (9,); got (2,)"),
+    # integer β: the message shows the float64 value, at the first bad index
+    (lambda: householder_scores(Q[0], K, W, [0, 3, 1, -1, 0, 0, 0, 0, 0], 3), ValueError,
+     "beta must lie in [0, 2]; got 3.0 at index 1"),
+    (lambda: householder_scores(Q[0][None], K, W, 1.0, 3), ValueError,
+     "q must be a 1-d array; got shape (1, 6)"),
+    (lambda: householder_scores(Q[0] * np.nan, K, W, 1.0, 3), ValueError,
+     "q must be finite (no NaN or inf)"),
+    (lambda: householder_scores(Q[0, :5], K, W, 1.0, 3), ValueError,
+     "q must have shape (6,) and w shape (9, 6); got (5,), (9, 6)"),
+    (lambda: householder_scores(Q[0], K, W[:, :5], 1.0, 3), ValueError,
+     "q must have shape (6,) and w shape (9, 6); got (6,), (9, 5)"),
+    (lambda: householder_scores(Q[0], K[0], W, 1.0, 3), ValueError,
+     "k must be a 2-d array; got shape (6,)"),
+    (lambda: householder_scores(Q[0], K * np.nan, W, 1.0, 3), ValueError,
+     "k must be finite (no NaN or inf)"),
+    (lambda: householder_scores(Q[0], K, W[0], 1.0, 3), ValueError,
+     "w must be a 2-d array; got shape (6,)"),
+    (lambda: householder_scores(Q[0], K, W * np.nan, 1.0, 3), ValueError,
+     "w must be finite (no NaN or inf)"),
+    # the row farthest from norm 1: the shortest row here, the longest one below
+    (lambda: householder_scores(Q[0], K, _one_bad_norm(2, 0.5), 1.0, 3), ValueError,
+     f"w rows must be unit vectors (tolerance 1e-12); row 2 has norm {np.float64(0.5)!r}"),
+    (lambda: householder_scores(Q[0], K, _one_bad_norm(2, 1.5, (4, 0.9)), 1.0, 3), ValueError,
+     f"w rows must be unit vectors (tolerance 1e-12); row 2 has norm {np.float64(1.5)!r}"),
+    (lambda: householder_scores(Q[0], K, W, 1.0, -1), ValueError,
+     "query_pos must be >= 0; got -1"),
+    (lambda: householder_scores(Q[0], K, W, 1.0, 2.0), TypeError,
+     "query_pos must be an integer; got float"),
+    (lambda: attention_weights(Q[0]), ValueError, "scores must be a 2-d array; got shape (6,)"),
+    (lambda: attention_weights(Q * np.nan), ValueError, "scores must be finite (no NaN or inf)"),
+    (lambda: near_far_mass(A[0], 2), ValueError, "weights must be a 2-d array; got shape (9,)"),
+    (lambda: near_far_mass(A * np.nan, 2), ValueError, "weights must be finite (no NaN or inf)"),
+    (lambda: near_far_mass(A, 0), ValueError, "window must be >= 1; got 0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("call", "exc", "message"), TRANSPORT_ERRORS)
+def test_transport_errors_are_exact(call, exc, message):
+    with pytest.raises(exc) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_householder_step_names_the_non_finite_input():
+    with pytest.raises(ValueError) as info:
+        householder_step(K[0], W[0] * np.inf, 1.0)
+    assert str(info.value.__cause__) == "w must be finite (no NaN or inf)"
+    with pytest.raises(ValueError) as info:
+        householder_step(K[0] * np.nan, W[0], 1.0)
+    assert str(info.value.__cause__) == "x must be finite (no NaN or inf)"
+
+
+def _dense_householder(w, beta):
+    b = np.broadcast_to(np.asarray(beta, dtype=float), (N,))
+    return np.eye(D) - b[:, None, None] * w[:, :, None] * w[:, None, :]
+
+
+@pytest.mark.parametrize("beta", [0.0, 2.0, [0, 2, 1, 2, 0, 1, 2, 0, 2]])
+@pytest.mark.parametrize("route", ROUTES)
+def test_householder_scores_at_the_ends_of_the_beta_range(beta, route):
+    """β = 0 (H = I) and β = 2 (exact reflections) against dense route products."""
+    h = _dense_householder(W, beta)
+    i = N - 1
+    ref = [Q[i] @ route_product(h, j, i, route) @ K[j] for j in range(i + 1)]
+    np.testing.assert_allclose(householder_scores(Q[i], K, W, beta, i, route), ref, rtol=0,
+                               atol=1e-12)  # fmt: skip
+    if np.ndim(beta) == 0 and beta == 0.0:
+        np.testing.assert_allclose(ref, K @ Q[i], rtol=0, atol=1e-12)
+
+
+def test_householder_step_broadcasts_over_leading_axes():
+    """x (3, d) against one w, and one x against w (3, d): row by row (I − β w wᵀ) x."""
+    h = _dense_householder(W, 1.3)
+    many = householder_step(K[:3], W[5], 1.3)
+    np.testing.assert_allclose(many, K[:3] @ h[5].T, rtol=0, atol=1e-12)
+    per_w = householder_step(K[0], W[:3], 1.3)
+    np.testing.assert_allclose(per_w, np.stack([h[t] @ K[0] for t in range(3)]), rtol=0,
+                               atol=1e-12)  # fmt: skip
+    assert householder_step(K[0], W[0], 2).shape == (D,)
+
+
+def test_orthogonal_defaults_are_from_source_and_atol_1e_8():
+    ref = _explicit_scores(Q, K, HAAR, "from_source")
+    low = np.tril_indices(N)
+    np.testing.assert_allclose(orthogonal_scores(Q, K, HAAR)[low], ref[low], rtol=0, atol=1e-10)
+    out = orthogonal_value_output(A, V, HAAR)
+    for i in range(N):
+        explicit = sum(A[i, j] * route_product(HAAR, j, i) @ V[j] for j in range(i + 1))
+        np.testing.assert_allclose(out[i], explicit, rtol=0, atol=1e-10)
+
+
+def test_orthogonal_transport_honours_a_looser_atol():
+    """Steps c·M (c = 1 + 1e-7, |M Mᵀ − I| = 2e-7 + c²−1 ≪ 1e-5): the frames are G_t = c^t F_t
+    (from_source), so s_ij = c^(i+j) q_iᵀ F_i F_jᵀ k_j and o_i = Σ_j a_ij c^(i+j) P_{j→i} v_j."""
+    c = 1 + 1e-7
+    steps = HAAR * c
+    ii, jj = np.indices((N, N))
+    ref = _explicit_scores(Q, K, HAAR, "from_source") * c ** (ii + jj)
+    low = np.tril_indices(N)
+    fast = orthogonal_scores(Q, K, steps, atol=1e-5)
+    np.testing.assert_allclose(fast[low], ref[low], rtol=0, atol=1e-10)
+    out = orthogonal_value_output(A, V, steps, atol=1e-5)
+    for i in range(N):
+        explicit = sum(A[i, j] * c ** (i + j) * route_product(HAAR, j, i) @ V[j]
+                       for j in range(i + 1))
+        np.testing.assert_allclose(out[i], explicit, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_query_positions_select_the_rows_of_the_full_result(route):
+    """Queries at q_pos = (1, 4, 6): the rows of the dense route-product references."""
+    pos = np.array([1, 4, 6])
+    low = np.tril_indices(N)
+    ref = _explicit_scores(Q, K, HAAR, route)
+    sub = orthogonal_scores(Q[pos], K, HAAR, route, q_pos=pos)
+    for r, i in enumerate(pos):
+        np.testing.assert_allclose(sub[r, : i + 1], ref[i, : i + 1], rtol=0, atol=1e-10)
+    assert np.isfinite(ref[low]).all()
+    a = attention_weights(Q[pos] @ K.T, pos)
+    so2 = so2_matrices(TH)
+    got_so2 = so2_value_output(a, V, TH, q_pos=pos, route=route)
+    got_orth = orthogonal_value_output(a, V, HAAR, q_pos=pos, route=route)
+    for r, i in enumerate(pos):
+        e_so2 = sum(a[r, j] * route_product(so2, j, i, route) @ V[j] for j in range(i + 1))
+        e_orth = sum(a[r, j] * route_product(HAAR, j, i, route) @ V[j] for j in range(i + 1))
+        np.testing.assert_allclose(got_so2[r], e_so2, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(got_orth[r], e_orth, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_so2_value_output_with_interleaved_pairs(route):
+    m = so2_matrices(TH, "interleaved")
+    out = so2_value_output(A, V, TH, route=route, pairing="interleaved")
+    for i in range(N):
+        explicit = sum(A[i, j] * route_product(m, j, i, route) @ V[j] for j in range(i + 1))
+        np.testing.assert_allclose(out[i], explicit, rtol=0, atol=1e-10)
+
+
+def test_attention_weights_subtract_the_maximum_of_each_row():
+    """Rows 2000 apart: each row is the softmax of its own logits, (1, e)/(1 + e)."""
+    s = np.array([[0.0, 1.0], [-2000.0, -1999.0]])
+    ref = np.array([1.0, math.e]) / (1 + math.e)
+    for a in (attention_weights(s, causal=False), attention_weights(s, np.array([1, 1]))):
+        np.testing.assert_allclose(a, [ref, ref], rtol=1e-15, atol=0)
+
+
+# The array of one other backend may come in any argument; the others are NumPy (module
+# docstring): the result is on that backend and equal to the all-NumPy result.
+def _x(a):
+    return xps.asarray(np.asarray(a, dtype=float))
+
+
+BACKEND_CASES = [
+    ("so2_scores", lambda a: so2_scores(*a), (Q, K, TH)),
+    ("orthogonal_scores", lambda a: orthogonal_scores(*a), (Q, K, HAAR)),
+    ("householder_scores", lambda a: householder_scores(*a, 1.3, 6), (Q[6], K, W)),
+    ("householder_step", lambda a: householder_step(*a, 1.3), (K[0], W[2])),
+    ("so2_value_output", lambda a: so2_value_output(*a), (A, V, TH)),
+    ("attention_weights", lambda a: attention_weights(*a, alibi_slope=0.2), (Q @ K.T,)),
+    ("near_far_mass", lambda a: near_far_mass(*a, 3)[1], (A,)),
+    ("orthogonal_value_output", lambda a: orthogonal_value_output(*a), (A, V, HAAR)),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "args"), BACKEND_CASES, ids=[c[0] for c in BACKEND_CASES])
+def test_one_array_of_another_backend_sets_the_result_backend(name, call, args):
+    ref = call(args)
+    for p in range(len(args)):
+        mixed = tuple(_x(a) if t == p else a for t, a in enumerate(args))
+        got = call(mixed)
+        assert backend_of(got) == "array_api_strict", (name, p)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=0, atol=1e-12)
+
+
+def test_attention_and_masses_stay_on_the_scores_device():
+    """array_api_strict refuses to combine arrays of two devices: the distances i − j are made
+    on the device of the scores."""
+    dev = xps.Device("device1")
+    s = xps.asarray(Q @ K.T, device=dev)
+    a = attention_weights(s, alibi_slope=0.2)
+    near, far = near_far_mass(a, 3)
+    assert a.device == near.device == far.device == dev
+    ref = attention_weights(Q @ K.T, alibi_slope=0.2)
+    cpu = xps.Device("CPU_DEVICE")
+    np.testing.assert_allclose(np.asarray(xps.asarray(a, device=cpu)), ref, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(np.asarray(xps.asarray(far, device=cpu)), near_far_mass(ref, 3)[1],
+                               rtol=0, atol=1e-15)  # fmt: skip

@@ -89,3 +89,95 @@ BAD = [(0, 1.0, "n"), (3, -1.0, "Lam"), (3, math.nan, "Lam"), (2.5, 1.0, "n")]
 def test_bad_input_names_the_argument(n, Lam, match):
     with pytest.raises(ValueError, match=match):
         th.continuum_profile(n, Lam)
+
+
+# ---------------------------------------------------------------------------------------------
+# messages, Λ = 0, the density at y = 0, the quadrature's accuracy and the working precision
+# ---------------------------------------------------------------------------------------------
+
+import mpmath  # noqa: E402
+
+BAD_EXACT = [
+    (lambda: th.continuum_profile(0, 1.0), "n must be a positive integer; got 0"),
+    (lambda: th.continuum_profile(True, 1.0), "n must be a positive integer; got True"),
+    (lambda: th.continuum_correction(2.5, 1.0), "n must be a positive integer; got 2.5"),
+    (lambda: th.continuum_profile_quadrature(3, -1.0),
+     "Lam must be a finite number >= 0; got -1.0"),
+    (lambda: th.continuum_moments(math.inf, 3), "Lam must be a finite number >= 0; got inf"),
+    (lambda: th.continuum_law_density(1.0, math.nan), "Lam must be a finite number >= 0; got nan"),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), BAD_EXACT)
+def test_bad_input_messages_are_exact(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_lambda_zero_is_the_point_mass_at_the_last_position():
+    """Λ = 0: every λ_t = 0, X ≡ 1, so j = n − 1 surely; G ≡ 0 has no density on y > 0."""
+    n = 7
+    point = np.eye(n)[-1]
+    np.testing.assert_array_equal(th.continuum_profile(n, 0.0), point)
+    np.testing.assert_allclose(th.continuum_profile_quadrature(n, 0), point, rtol=0, atol=0)
+    np.testing.assert_array_equal(th.continuum_correction(n, 0.0), np.zeros(n))
+    np.testing.assert_array_equal(th.continuum_moments(0.0, 4), np.ones(5))
+    np.testing.assert_array_equal(th.continuum_law_density([0.5, 3.0], 0.0), [0.0, 0.0])
+
+
+def test_the_density_is_zero_at_y_zero():
+    """y = 0 carries no density (G's atom at 0 aside), with no warning."""
+    Lam = 1.7
+    f = th.continuum_law_density([0.0, 0.7], Lam)
+    assert f.dtype == np.float64
+    series = sum(stats.poisson.pmf(k, Lam) * stats.gamma.pdf(0.7, k) for k in range(1, 80))
+    assert f[0] == 0.0 and f[1] == pytest.approx(series, rel=1e-12)
+    assert th.continuum_law_density(0.0, Lam) == 0.0
+    assert th.continuum_law_density(0, 0.0) == 0.0  # Λ = y = 0: 0/0 inside, masked
+
+
+def test_the_density_is_computed_in_float64_for_float32_input():
+    """A float32 y is read as the float64 number it stores: the Poisson-Gamma series there."""
+    y = np.float32(0.7)
+    Lam = 1.7
+    series = sum(stats.poisson.pmf(k, Lam) * stats.gamma.pdf(float(y), k) for k in range(1, 80))
+    f = th.continuum_law_density(y, Lam)
+    assert f.dtype == np.float64 and float(f) == pytest.approx(series, rel=1e-12)
+
+
+def test_quadrature_reaches_its_requested_relative_accuracy():
+    """quad is asked for 1e-12 relative (and 1e-14 absolute): every entry of the n = 8 profile
+    (smallest ≈ 0.04) matches the mpmath closed form to rtol 1e-12."""
+    p = th.continuum_profile(8, 1.0)
+    np.testing.assert_allclose(th.continuum_profile_quadrature(8, 1.0), p, rtol=1e-12, atol=0)
+
+
+def test_the_closed_forms_are_evaluated_at_n_plus_40_digits():
+    """The documented working precision: at Λ = 1e-45 (n = 5) the entries j < n − 1 are ≈ Λ,
+    below the 45 digits kept next to the atom, so they show the number of digits used."""
+    n, Lam = 5, 1e-45
+    L = mpmath.mpf(Lam)
+    ref = th.profile_from_moments(lambda k: mpmath.exp(-L * k / (k + 1)), n, n + 40)
+    np.testing.assert_array_equal(th.continuum_profile(n, Lam), ref)
+    finer = th.profile_from_moments(lambda k: mpmath.exp(-L * k / (k + 1)), n, n + 41)
+    assert not np.array_equal(ref, finer)  # the digits do show here
+
+
+def test_density_is_zero_without_warnings_off_the_support():
+    """f(y) = 0 for y ≤ 0 with no √ of a negative number (filterwarnings = error)."""
+    from posflow.theory._continuum import continuum_law_density
+
+    got = continuum_law_density(np.array([-3.0, -1e-300, 0.0]), 2.0)
+    assert got.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(("n", "Lam"), [(5, 700.0), (5, 1e4), (3, 50.0)])
+def test_quadrature_finds_the_bulk_at_large_total_mixing(n, Lam):
+    """At Λ = 700 one quad over [0, ∞) returned p(0) ≈ 4e-33 (the bulk near y ≈ Λ missed); the
+    split quadrature agrees with the moments route. Tolerance: quad's requested 1e-12 relative
+    and 1e-14 absolute per interval, 3 intervals, n entries ≤ 1: 1e-11."""
+    from posflow.theory._continuum import continuum_profile, continuum_profile_quadrature
+
+    got = continuum_profile_quadrature(n, Lam)
+    np.testing.assert_allclose(got, continuum_profile(n, Lam), rtol=0, atol=1e-11)

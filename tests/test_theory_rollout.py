@@ -672,3 +672,167 @@ def test_collapse_splits_off_a_constant_factor_not_a_constant_term():
     # 1/4 + 1/(4 (t+1)^2) -> 1/4 > 0 diverges; split additively it would look like a p-series
     q = sp.Rational(1, 4)
     assert ro.collapses(q + q / (t + 1) ** 2, t) is True
+
+
+# ------------------------------------------- theory.rollout: structure, edges and messages
+
+
+def _nonneg(name: str) -> sp.Symbol:
+    return sp.Symbol(name, nonnegative=True)
+
+
+@pytest.mark.parametrize("stochastic", [False, True])
+def test_symbolic_rollout_is_built_from_named_kernels_and_lambdas(stochastic):
+    n, T = 3, 2
+    sym = ro.symbolic_rollout(n, T, stochastic=stochastic)
+    kernels = [ro.symbolic_kernel(n, f"a{t}", stochastic=stochastic) for t in range(T)]
+    lams = [_nonneg(f"lambda_{t}") for t in range(T)]
+    assert sym.kernels == tuple(A for A, _ in kernels)
+    assert sym.lambdas == tuple(lams)
+    assert sym.entries == tuple(s for _, syms in kernels for s in syms)
+    R = [(1 - lam) * sp.eye(n) + lam * A for (A, _), lam in zip(kernels, lams, strict=True)]
+    assert sym.R == tuple(R)
+    assert sym.P == (R[1] * R[0]).applyfunc(sp.expand)
+    assert all(sym.P[i, j] == sp.expand(sym.P[i, j]) for i in range(n) for j in range(n))
+
+
+def test_symbolic_rollout_defaults_to_free_kernels_and_allows_zero_layers():
+    free = ro.symbolic_rollout(2, 1)
+    a = [_nonneg(f"a0_{i}_{j}") for i, j in ((0, 0), (1, 0), (1, 1))]
+    assert free.entries == tuple(a)  # the diagonal is a free symbol too
+    empty = ro.symbolic_rollout(3, 0)
+    assert empty.P == sp.eye(3)
+    assert empty.kernels == empty.lambdas == empty.R == empty.entries == ()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda: ro.symbolic_rollout(0, 1), ValueError, "n must be >= 1; got 0"),
+        (lambda: ro.symbolic_rollout(2.0, 1), TypeError, "n must be an integer; got 2.0"),
+        (lambda: ro.symbolic_rollout(2, -1), ValueError, "T must be >= 0; got -1"),
+        (lambda: ro.symbolic_rollout(2, None), TypeError, "T must be an integer; got None"),
+        (lambda: ro.diagonal_identity_residual(0, 1), ValueError, "n must be >= 1; got 0"),
+        (lambda: ro.row_sum_residual(2, -2), ValueError, "T must be >= 0; got -2"),
+        (lambda: ro.diagonal_bound_certificate(-1), ValueError, "T must be >= 0; got -1"),
+        (lambda: ro.diagonal_bound_certificate(1.0), TypeError, "T must be an integer; got 1.0"),
+    ],
+)
+def test_rollout_count_errors_are_exact(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_diagonal_identity_residual_is_zero_and_one_per_token():
+    assert ro.diagonal_identity_residual(2, 2) == [0, 0]
+    assert ro.diagonal_identity_residual(3, 0) == [0, 0, 0]  # P = I, empty product 1
+
+
+def test_row_sum_residuals_have_one_entry_per_row_and_layer():
+    res = ro.row_sum_residual(2, 3)
+    assert res.R == ((0, 0),) * 3 and res.P == (0, 0)
+    assert ro.row_sum_residual(4, 0) == ((), (0, 0, 0, 0))
+
+
+# diagonal_bound: P_ii = Π_t (1 - λ_t (1 - A_t[i,i])), δ_t = max_i (1 - A_t[i,i]), by hand
+_DIAGONAL_CASES = [
+    # diagonals, lambdas, (min P_ii, argmin, Π(1 - λδ), Π(1 - λ))
+    ([], [], (1, 0, 1, 1)),  # no layers: P = I
+    ([[0, 1]], [1], (0, 0, 0, 0)),  # λ = 1, A[0,0] = 0: P_00 = 0
+    ([["1/2"]], ["1/3"], (sp.Rational(5, 6), 0, sp.Rational(5, 6), sp.Rational(2, 3))),
+    ([["1/2", "1/4", "1/2"]], ["1/2"],
+     (sp.Rational(5, 8), 1, sp.Rational(5, 8), sp.Rational(1, 2))),
+    # a tie: P_00 = P_11 = (3/4)(1/2) = 3/8 < P_22 = 1; the smallest index is the argmin
+    ([["1/2", "1/2", 1], [0, 0, 1]], ["1/2", "1/2"],
+     (sp.Rational(3, 8), 0, sp.Rational(3, 8), sp.Rational(1, 4))),
+    # layer 0: d = (0, 1/2), layer 1: d = (3/4, 0): the bound chain is strict
+    ([[1, "1/2"], ["1/4", 1]], ["1/2", "2/3"],
+     (sp.Rational(1, 2), 0, sp.Rational(3, 4) * sp.Rational(1, 2), sp.Rational(1, 6))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("diagonals", "lambdas", "expected"), _DIAGONAL_CASES)
+def test_diagonal_bound_cases_by_hand(diagonals, lambdas, expected):
+    b = ro.diagonal_bound(diagonals, lambdas)
+    assert tuple(b) == expected
+    assert all(isinstance(x, sp.Rational) for x in (b.min_diagonal, b.middle, b.lower))
+    assert type(b.argmin) is int
+
+
+def test_diagonal_bound_reads_floats_as_told():
+    # 0.5 and 0.25 are exact binary fractions: the same chain as with '1/2', '1/4'
+    ref = ro.diagonal_bound([["1/2", "1/4"]], ["1/2"])
+    assert ro.diagonal_bound([[0.5, 0.25]], [0.5], exact="rational") == ref
+    assert ro.diagonal_bound([[0.5, 0.25]], ["1/2"], exact="nsimplify") == ref
+    b = ro.diagonal_bound((("1/3",),), [0.1], exact="nsimplify")  # λ = 1/10
+    assert b.min_diagonal == 1 - sp.Rational(1, 10) * sp.Rational(2, 3)
+
+
+_DIAGONAL_ERRORS = [
+    (lambda: ro.diagonal_bound("12", ["1/2", "1/2"]), TypeError,
+     "diagonals must be a sequence of T sequences (one per layer)"),
+    (lambda: ro.diagonal_bound(iter([[1]]), ["1/2"]), TypeError,
+     "diagonals must be a sequence of T sequences (one per layer)"),
+    (lambda: ro.diagonal_bound([[1, "1/2"]], ["1/2", "1/3"]), ValueError,
+     "diagonals must have one row per layer: len(diagonals) = 1, len(lambdas) = 2"),
+    (lambda: ro.diagonal_bound([[1, "3/2"]], ["1/2"]), ValueError,
+     "diagonals must lie in [0, 1]; got 3/2 at index [0][1]"),
+    (lambda: ro.diagonal_bound([[1], ["-1/4"]], ["1/2", "1/2"]), ValueError,
+     "diagonals must lie in [0, 1]; got -1/4 at index [1][0]"),
+    (lambda: ro.diagonal_bound([[1, 1], [1, 1, 1]], ["1/2", "1/2"]), ValueError,
+     "diagonals rows must all have length 2; row 1 has 3"),
+    (lambda: ro.diagonal_bound([[]], ["1/2"]), ValueError,
+     "diagonals rows must be non-empty (n >= 1)"),
+    (lambda: ro.diagonal_bound([["x"]], ["1/2"]), ValueError,
+     "diagonals[0][0] must be a number such as '1/3'; got the string 'x'"),
+    (lambda: ro.diagonal_bound([[1, 0.5]], ["1/2"]), TypeError,
+     "diagonals[0][1] must be exact (int, Fraction, sympy Rational or a string like '1/3'); "
+     "got the float 0.5; pass exact='rational' (its exact binary value) or exact='nsimplify' "
+     "(the simplest nearby rational) to accept floats"),
+    (lambda: ro.diagonal_bound([[1]], [2]), ValueError,
+     "lambdas must lie in [0, 1]; got 2 at index 0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("call", "error", "message"), _DIAGONAL_ERRORS)
+def test_diagonal_bound_errors_are_exact(call, error, message):
+    with pytest.raises(error) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_diagonal_bound_accepts_the_ends_of_the_unit_interval():
+    assert tuple(ro.diagonal_bound([[0, 1]], [0])) == (1, 0, 1, 1)
+
+
+@pytest.mark.parametrize("T", [0, 1, 2, 3])
+def test_bound_certificate_terms_typed_in(T):
+    lam = [_nonneg(f"lambda_{t}") for t in range(T)]
+    rho = [_nonneg(f"rho_{t}") for t in range(T)]
+    g = [_nonneg(f"g_{t}") for t in range(T)]
+    h = [_nonneg(f"h_{t}") for t in range(T)]
+    diag = [rho[t] + lam[t] * (g[t] + h[t]) for t in range(T)]
+    mid = [rho[t] + lam[t] * g[t] for t in range(T)]
+    cert = ro.diagonal_bound_certificate(T)
+    assert cert.holds is True
+    assert cert.diagonal == sp.Mul(*diag) and cert.middle == sp.Mul(*mid)
+    assert cert.lower == sp.Mul(*rho)
+    # Π a - Π b = Σ_k (Π_{t<k} a_t)(a_k - b_k)(Π_{t>k} b_t), a_k - b_k = λ_k h_k resp. λ_k g_k
+    up = tuple(sp.Mul(*diag[:k]) * lam[k] * h[k] * sp.Mul(*mid[k + 1 :]) for k in range(T))
+    low = tuple(sp.Mul(*mid[:k]) * lam[k] * g[k] * sp.Mul(*rho[k + 1 :]) for k in range(T))
+    assert cert.upper_terms == up and cert.lower_terms == low
+
+
+def test_bound_certificate_needs_the_signs_of_its_symbols(monkeypatch):
+    # the telescoping identities are polynomial and hold for any symbols, but the terms are
+    # nonnegative only when the symbols are: without the assumptions the certificate must fail
+    plain = sp.symbols
+
+    def unsigned(names, **assumptions):
+        return plain(names)
+
+    monkeypatch.setattr(sp, "symbols", unsigned)
+    cert = ro.diagonal_bound_certificate(2)
+    assert cert.holds is False
+    assert sp.expand(cert.diagonal - cert.middle - sp.Add(*cert.upper_terms)) == 0

@@ -25,6 +25,7 @@ concentrates): an atom ``e^{−Λ}`` at x = 1, and for ``y = −ln x`` the densi
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import mpmath
@@ -135,9 +136,10 @@ def continuum_law_density(y, Lam) -> np.ndarray:
     """
     _, Lam = _check(1, Lam)
     y = np.asarray(y, dtype=float)
-    z = 2 * np.sqrt(Lam * y)
+    pos = np.where(y > 0, y, 1.0)  # the formula only where y > 0 (no √ of a negative y)
+    z = 2 * np.sqrt(Lam * pos)
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.exp(z - Lam - y) * np.sqrt(Lam / y) * special.ive(1, z)  # z − y ≤ Λ: no overflow
+        f = np.exp(z - Lam - pos) * np.sqrt(Lam / pos) * special.ive(1, z)  # z − y ≤ Λ
     return np.where(y > 0, f, 0.0)
 
 
@@ -147,9 +149,13 @@ def continuum_profile_quadrature(n: int, Lam) -> np.ndarray:
     .. math:: p^\\infty(j) = e^{-Λ}[j = n-1] + \\int_0^\\infty
               \\mathrm{Binom}(j; n-1, e^{-y})\\, f(y)\\, dy
 
-    (scipy.integrate.quad per j). Cost O(n) quadratures.
+    (scipy.integrate.quad per j, over [0, a], [a, b] and [b, ∞) with [a, b] = Λ ± 12(√Λ + 1)
+    holding the bulk of G, mean and variance 2Λ: one interval from 0 to ∞ misses it at large
+    Λ). Cost O(n) quadratures.
     """
     n, Lam = _check(n, Lam)
+    spread = 12.0 * (math.sqrt(2.0 * Lam) + 1.0)
+    cuts = [0.0, max(0.0, Lam - spread), Lam + spread, np.inf]
     out = np.empty(n)
     for j in range(n):
 
@@ -162,7 +168,7 @@ def continuum_profile_quadrature(n: int, Lam) -> np.ndarray:
                 * float(continuum_law_density(y, Lam))
             )
 
-        val, _ = integrate.quad(integrand, 0, np.inf, limit=200, epsabs=1e-14, epsrel=1e-12)
-        out[j] = val
+        out[j] = sum(integrate.quad(integrand, lo, hi, limit=200, epsabs=1e-14, epsrel=1e-12)[0]
+                     for lo, hi in itertools.pairwise(cuts) if hi > lo)  # fmt: skip
     out[-1] += math.exp(-Lam)
     return out

@@ -23,6 +23,8 @@ from ._transport_common import (
     scalar_or_array,
 )
 
+_LOG_MAX = float(np.log(np.finfo(np.float64).max))  # ln of the largest float64, 709.78…
+
 # ---------------------------------------------------------------------------------------------
 # AT10: far-mass lower bound
 # ---------------------------------------------------------------------------------------------
@@ -403,4 +405,4 @@ def alibi_far_mass_ratio_bound(m, W, lam) -> float:
     w = int_scalar("W", W, lo=1)
     lam_f = real_scalar("lam", lam, lo=0.0)
     log_value = 2.0 * lam_f - slope * w - np.log(-np.expm1(-slope * w))
-    return float(np.exp(log_value)) if log_value < 709.0 else float("inf")
+    return float(np.exp(log_value)) if log_value <= _LOG_MAX else float("inf")
