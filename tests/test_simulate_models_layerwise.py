@@ -1,0 +1,68 @@
+"""simulate.models.layerwise: rollouts from every layer to the top (PB19) against dense products."""
+
+import numpy as np
+import pytest
+
+from posflow.simulate.kernels import dense_kernel, uniform_kernel
+from posflow.simulate.models import layerwise as lw
+from posflow.simulate.rollout import influence
+
+
+def random_causal(rng, L, n):
+    A = np.tril(rng.random((L, n, n)) + 0.05)
+    return A / A.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize(("L", "n", "seed"), [(1, 5, 0), (4, 7, 1), (9, 12, 2)])
+def test_each_row_is_the_dense_product_from_its_layer_to_the_top(L, n, seed):
+    """Row t against e_{n−1}ᵀ R_{L−1}⋯R_t with R_s = (1 − λ_s)I + λ_s A_s as dense matrices;
+    float64 rounding: L matrix-vector products of row-stochastic matrices, ≤ 4 L n ε."""
+    rng = np.random.default_rng(seed)
+    A, lam = random_causal(rng, L, n), rng.random(L)
+    got = lw.layerwise_profiles(A, lam)
+    for t in range(L):
+        P = np.eye(n)
+        for s in range(L - 1, t - 1, -1):
+            P = P @ ((1 - lam[s]) * np.eye(n) + lam[s] * A[s])
+        np.testing.assert_allclose(got[t], P[-1], rtol=0, atol=4 * L * n * 2.2e-16)
+    np.testing.assert_allclose(got[0], influence([dense_kernel(a) for a in A], lam), rtol=0,
+                               atol=4 * L * n * 2.2e-16)  # fmt: skip
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=0, atol=4 * L * n * 2.2e-16)
+
+
+def test_kernel_objects_and_the_identity_at_zero_mixing():
+    lam = np.array([0.0, 0.5, 0.0])
+    got = lw.layerwise_profiles([uniform_kernel(4)] * 3, lam)
+    assert got[2].tolist() == [0.0, 0.0, 0.0, 1.0]  # λ = 0: the residual keeps e_{n−1}
+    np.testing.assert_allclose(got[1], [0.125, 0.125, 0.125, 0.625], rtol=0, atol=1e-16)
+    np.testing.assert_array_equal(got[0], got[1])
+
+
+def test_w1_per_layer_and_the_geometric_null():
+    """A rollout equal to the measured rows scores 0; the geometric null, fitted to each row's
+    mean position, scores 0 on rows that are themselves geometric."""
+    n = 16
+    j = np.arange(n)
+    geo = np.stack([0.7 ** (n - 1 - j), 0.9 ** (n - 1 - j)])
+    geo /= geo.sum(axis=1, keepdims=True)
+    out = lw.layerwise_w1(geo, 3 * geo)  # measured rows are normalised
+    np.testing.assert_allclose(out["rollout"], 0.0, atol=1e-15)
+    np.testing.assert_allclose(out["geometric"], 0.0, atol=1e-12)
+    np.testing.assert_allclose(out["mean_position"], geo @ j, rtol=1e-14)
+    flat = np.full((2, n), 1 / n)
+    assert (lw.layerwise_w1(flat, geo)["rollout"] > 0.05).all()
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: lw.layerwise_profiles([], []), "at least one layer"),
+    (lambda: lw.layerwise_profiles(np.tril(np.ones((2, 3, 3))) / [[1], [2], [3]], [0.5]),
+     r"shape \(2,\)"),
+    (lambda: lw.layerwise_profiles([uniform_kernel(3)], [1.5]), r"\[0, 1\]"),
+    (lambda: lw.layerwise_profiles([uniform_kernel(3), uniform_kernel(4)], [0.1, 0.1]),
+     "n = 3"),
+    (lambda: lw.layerwise_w1(np.ones((2, 3)), np.ones((3, 3))), "same shape"),
+    (lambda: lw.layerwise_w1(np.ones((1, 3)), np.zeros((1, 3))), "not all zero"),
+])  # fmt: skip
+def test_bad_input_names_the_rule(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()
