@@ -40,6 +40,7 @@ setup(
             "data/*.txt",
             "data/extrapolation_v2/*.json",
             "data/smollm2/*.json",
+            "data/gemma3/*.json",
         ],
         "posflow.proofs_checks.kit": ["expected.toml", "templates/*.j2"],
         "posflow.proofs_checks.claims": ["references/*.json"],

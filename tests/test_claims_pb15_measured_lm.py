@@ -1,6 +1,9 @@
-"""Claim PB15 (the quick preset is swapped for the tiny one where a model is trained): the verdict
-rule on hand-made bootstrap replicates, the subjects, the check end to end and the stored study
-it shows. The profiles pipeline itself is tested in tests/test_simulate_models_profiles.py."""
+"""Claim PB15 (the quick preset is swapped for the tiny one where a model is trained): the
+cross-fitted verdict rule (pb15_crossfit) and the reported in-sample rule (pb15_insample) on
+hand-made replicates, the independent reference of crossfit and the mutant it kills, the
+subjects, the check end to end and the stored study it shows. The profiles pipeline itself is
+tested in tests/test_simulate_models_profiles.py, cross-fitting in
+tests/test_simulate_models_crossfit.py."""
 
 import numpy as np
 import pytest
@@ -9,6 +12,7 @@ pytest.importorskip("torch")
 
 from posflow.proofs_checks.claims import pb15_measured_lm as P
 from posflow.proofs_checks.claims import pb15_measured_lm as models_claims
+from posflow.proofs_checks.claims import pb15_study as S
 from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE
 from posflow.proofs_checks.kit._registry import Context, get_claim
 from posflow.simulate.models import train as T
@@ -36,7 +40,7 @@ def _bootstrap_with(diffs: dict, B=1000):
     """A Bootstrap whose W1(b) − W1(x) replicates are ``diffs[x]`` (uniform draws)."""
     rng = np.random.default_rng(0)
     w1 = {"b": np.full(B + 1, 0.5)}
-    for x in P.RIVALS:
+    for x in S.RIVALS:
         lo, hi = diffs[x]
         d = np.concatenate([[(lo + hi) / 2], rng.uniform(lo, hi, B)])
         w1[x] = 0.5 - d
@@ -44,7 +48,9 @@ def _bootstrap_with(diffs: dict, B=1000):
     return Bootstrap({}, z, z[:, :3], w1, {}, z[:, 0], z[:, 0], np.arange(3), 0.0)
 
 
-def test_the_verdict_rule_on_hand_made_replicates():
+def test_the_in_sample_comparison_is_reported_with_its_percentile_rule():
+    from posflow.proofs_checks.claims.pb15_insample import judge
+
     bs = _bootstrap_with(
         {
             "a": (-0.3, -0.1),  # below 0: beaten
@@ -54,17 +60,82 @@ def test_the_verdict_rule_on_hand_made_replicates():
             "shuffled": (-0.02, -0.01),
         }
     )
-    ms, rows = P._judge("m", "model", bs, 0.99, 10)
-    by = {m.key: m for m in ms}
-    assert by["m.w1_b_minus_a"].passed is True
-    assert by["m.w1_b_minus_geometric"].test == "undecided"
-    assert by["m.w1_b_minus_linear"].passed is False
-    assert by["m.w1_b_minus_uniform"].passed is False
-    assert by["m.w1_b_minus_shuffled"].passed is True
+    ms, rows = judge("m", "model", bs, 0.99, 10)
+    assert all(m.test == "info" for m in ms)  # not like for like (issue 24): reported only
     assert [r[4] for r in rows] == ["beats", "?", "no", "no", "beats"]
     # the interval is the 0.5 % … 99.5 % percentile of the replicates
     lo, hi = percentile_interval(bs.w1["b"] - bs.w1["a"], 0.99)
-    assert -0.3 < lo < -0.29 and -0.11 < hi < -0.1
+    assert -0.3 < lo < -0.29 and -0.11 < hi < -0.1 and ms[0].value == hi
+
+
+def _jack(lo, hi, G=16):
+    """Jackknife replicates whose t interval at 99 % is about [lo, hi]."""
+    from scipy.stats import t
+
+    mid, half = (lo + hi) / 2, (hi - lo) / 2
+    se = half / t.ppf(0.995, G - 1)
+    # G/2 replicates at mid ± c: ŝe² = (G − 1)/G · G c², so c = ŝe/√(G − 1)
+    return np.r_[mid, mid + se / np.sqrt(G - 1) * np.where(np.arange(G) % 2, 1.0, -1.0)]
+
+
+def test_the_crossfit_judge_decides_from_the_jackknife_interval():
+    from posflow.proofs_checks.claims.pb15_crossfit import crossfit_decision, jackknife_controls
+    from posflow.simulate.models.crossfit import jackknife_interval
+
+    for (lo, hi), want in (((-0.3, -0.1), HOLDS), ((-0.1, 0.1), INCONCLUSIVE),
+                           ((0.1, 0.3), FAILS)):  # fmt: skip
+        d = _jack(lo, hi)
+        _, _, a, b = jackknife_interval(d, 0.99)
+        assert a == pytest.approx(lo, abs=1e-12) and b == pytest.approx(hi, abs=1e-12)
+        assert crossfit_decision("x", d, 0.99, 0.0).decision == want
+    assert all(m.passed for m in jackknife_controls(_jack(-0.3, -0.1), 0.99, 0.0))
+
+
+def _windows(seed=0, N=8, L=3, H=2, n=10):
+    from posflow.simulate.models.profiles_bootstrap import PerSequence
+
+    rng = np.random.default_rng(seed)
+
+    def causal():
+        A = rng.random((N, L, n, n)) * np.tril(np.ones((n, n))) + 0.05 * np.eye(n)
+        return A / A.sum(axis=-1, keepdims=True)
+
+    return PerSequence(causal(), rng.uniform(0.1, 0.8, (N, L)), rng.normal(0, 2, (N, L, H)),
+                       rng.random((N, n)) + 0.01, np.array([0.3, 0.0]), causal())  # fmt: skip
+
+
+def test_the_library_reference_agrees_with_crossfit_and_kills_an_in_sample_fit():
+    from posflow.proofs_checks import kit
+    from posflow.proofs_checks.claims.pb15_crossfit import library_reference
+    from posflow.simulate.models.crossfit import crossfit
+
+    data = _windows()
+    prof, metric, resid, missed = library_reference(data, crossfit(data))
+    assert prof < 1e-13 and metric < 1e-13 and resid < 1e-8 and missed == 0
+    (m,) = [m for m in kit.mutants_of("PB15") if m.name == "crossfit-in-sample"]
+    with kit.mutated(m):
+        cf = crossfit(data)
+    assert library_reference(data, cf)[2] > 1e-3  # α fitted on the scoring half: seen
+
+
+def test_the_mlp_variant_is_reported_only_when_measured():
+    from types import SimpleNamespace
+
+    from posflow.proofs_checks.claims.pb15_crossfit import crossfit_evidence
+    from posflow.proofs_checks.claims.pb15_insample import what
+
+    data = _windows(N=6)
+    sub = SimpleNamespace(tag="m", name="model")
+    perm = np.array([1, 2, 0])
+    _, tables, fig, decs, _ = crossfit_evidence(sub, data, perm, 0.99, 0, what, 1e-12)
+    assert [t.key for t in tables] == ["m.crossfit", "m.crossfit_differences"]
+    assert len(decs) == 5 and fig.name == "pb15_m_crossfit"
+    data.lambdas_mlp = np.clip(data.lambdas * 0.7, 0, 1)  # λ with the MLP update counted
+    _, tables, *_ = crossfit_evidence(sub, data, perm, 0.99, 0, what, 1e-12)
+    keys = [t.key for t in tables]
+    assert keys[2:] == ["m.crossfit_mlp", "m.crossfit_mlp_differences"]
+    mlp, base = tables[2].rows, tables[0].rows
+    assert [r[0] for r in mlp] == [r[0] for r in base] and mlp[0][3] != base[0][3]
 
 
 def test_subjects_are_the_toy_model_and_smollm2_when_installed(monkeypatch):
@@ -82,23 +153,34 @@ def test_subjects_are_the_toy_model_and_smollm2_when_installed(monkeypatch):
 
 
 def test_pb15_verdict_follows_the_intervals(tiny_quick):
+    from posflow.proofs_checks.claims.pb15_crossfit import CANDIDATES, CF_RIVALS
+
     ev = models_claims.pb15(Context())
-    rows = {r[0]: r for r in ev.table("toy.differences").rows}
-    assert set(rows) == set(P.RIVALS)
-    for x, (_, _point, lo, hi, beats) in rows.items():
-        m = ev[f"toy.w1_b_minus_{x}"]
-        assert lo <= hi and m.value == hi
-        if beats == "beats":
-            assert m.passed is True and hi < 0
-        elif beats == "?":
-            assert m.test == "undecided" and lo < 0 <= hi
+    rows = ev.table("toy.crossfit_differences").rows
+    assert {(r[0], r[1]) for r in rows} == {(x, y) for x in CANDIDATES for y in CF_RIVALS}
+    status = {}
+    for x in CANDIDATES:
+        beats = [r[5] for r in rows if r[0] == x]
+        status[x] = FAILS if "no" in beats else HOLDS if set(beats) == {"beats"} else INCONCLUSIVE
+    best = ev["toy.crossfit.best"].value.split(":")[0]
+    rank = {HOLDS: 0, INCONCLUSIVE: 1, FAILS: 2}
+    assert rank[status[best]] == min(rank[s] for s in status.values())
+    for r in (r for r in rows if r[0] == best):  # only the best rollout's comparisons judged
+        m = ev[f"toy.crossfit.w1_best_minus_{r[1]}"]
+        assert r[3] <= r[2] <= r[4] and m.value == r[4]
+        if r[5] == "beats":
+            assert m.passed is True and r[4] < 0
+        elif r[5] == "?":
+            assert m.test == "undecided" and r[3] < 0 <= r[4]
         else:
-            assert m.passed is False and lo >= -1e-9
-    failed = any(r[4] == "no" for r in rows.values())
-    undecided = any(r[4] == "?" for r in rows.values())
-    assert ev.status == (FAILS if failed else INCONCLUSIVE if undecided else HOLDS)
-    assert ev["toy.verdict"].value == ev.status  # one model: its sub-verdict is the verdict
-    assert ev["toy.library_vs_batched_rollout"].passed
+            assert m.passed is False
+    assert ev["toy.verdict"].value == status[best]
+    assert ev.status == status[best]  # one model: its sub-verdict is the verdict
+    for key in ("toy.library_vs_batched_rollout", "toy.crossfit_vs_library",
+                "toy.crossfit_fit_residual", "toy.influence_vs_plain_torch",
+                "toy.lambdas_vs_plain_torch"):
+        assert ev[key].passed, key  # fmt: skip
+    assert ev["toy.w1_b_minus_a"].test == "info"  # the in-sample comparison: reported
     assert ev["toy.n"].value == T.PRESETS["tiny"].train.seq_len  # its training length
     assert ev["toy.layers"].value == 2
     lam = ev.table("toy.lambdas").rows
@@ -106,18 +188,24 @@ def test_pb15_verdict_follows_the_intervals(tiny_quick):
     assert abs(ev["toy.sum_lambda"].value - sum(r[1] for r in lam)) < 1e-12
     assert "not a test of depth" in ev["toy.depth"].value
     prof = {r[0]: r for r in ev.table("toy.profiles").rows}
-    assert set(prof) == {*P.PREDICTED, *P.NULLS, "measured"}
-    for k in (*P.PREDICTED, *P.NULLS):
+    assert set(prof) == {*S.PREDICTED, *S.NULLS, "measured"}
+    for k in (*S.PREDICTED, *S.NULLS):
         assert 0 <= prof[k][3] <= prof[k][2] <= prof[k][4] <= 1  # W1 inside its interval
         assert abs(prof[k][2] - ev[f"toy.w1_{k}"].value) < 1e-15
     # the geometric null has the measured mean position
     assert abs(prof["geometric"][8] - prof["measured"][8]) < 1e-6
-    (fig,) = [f for f in ev.figures if f.name.startswith("pb15_toy")]
-    assert fig.name == "pb15_toy" and len(fig.panels) == 3
+    cf = {r[0]: r for r in ev.table("toy.crossfit").rows}
+    assert set(cf) == {*CANDIDATES, *CF_RIVALS, "a_param", "measured"}
+    for k, r in cf.items():
+        if k != "measured":
+            assert all(r[i + 1] <= r[i] <= r[i + 2] for i in (5, 8, 14, 17)), k
+    names = [f.name for f in ev.figures]
+    assert names[:2] == ["pb15_toy", "pb15_toy_crossfit"]
+    assert len(ev.figures[0].panels) == 3 and len(ev.figures[1].panels) == 4
     from posflow.simulate.models.study import stored_study
 
     if stored_study() is not None:  # the stored SmolLM2 study is shown beside it
-        assert [f.name for f in ev.figures] == ["pb15_toy", "pb15_smollm2_study"]
+        assert names == ["pb15_toy", "pb15_toy_crossfit", "pb15_smollm2_study"]
 
 
 def test_without_torch_pb15_is_inconclusive(monkeypatch):
@@ -193,7 +281,9 @@ def test_a_missing_study_makes_pb15_fail_naming_its_path(tiny_quick, monkeypatch
     assert ev.status == FAILS and ev["stored_study_readable"].passed is False
     assert str(f) in ev["stored_study_readable"].label
     for key in ("decision_control_past_bound", "decision_control_straddling",
-                "decision_control_blocked", "percentile_interval_vs_direct"):
+                "decision_control_blocked", "percentile_interval_vs_direct",
+                "crossfit_control_past_bound", "crossfit_control_straddling",
+                "jackknife_interval_vs_direct"):
         assert ev[key].passed, key  # fmt: skip
     # the tiny model is not the model of the stored reference: reported, not compared
     assert ev["toy.regression_vs_reference"].test == "info"

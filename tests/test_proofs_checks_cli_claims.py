@@ -41,5 +41,6 @@ def test_unknown_id_and_clashing_formats_are_one_line(capsys):
 def test_report_links_each_claim_to_its_catalog_entry(tmp_path, capsys):
     assert main(["verify", "PB1", "PB13", "--out", str(tmp_path / "r")]) == 0
     index = (tmp_path / "r" / "index.md").read_text(encoding="utf-8")
-    assert "[PB1](CLAIMS.md#pb1)" in index and "[PB13](CLAIMS.md#pb13)" in index
+    for cid in ("PB1", "PB13"):  # the ID to its evidence, "catalog" to its CLAIMS.md entry
+        assert f"[{cid}](#evidence-{cid.lower()}) ([catalog](CLAIMS.md#{cid.lower()}))" in index
     assert (tmp_path / "r" / "CLAIMS.md").read_text(encoding="utf-8") == catalog.to_markdown()

@@ -5,6 +5,7 @@ training code's ``schemes.path_scores``; on every backend available here."""
 
 import importlib.util
 import math
+import re
 
 import numpy as np
 import pytest
@@ -21,6 +22,11 @@ from posflow.simulate.transport import (
 ROUTES = ["path", "from_source"]
 TOL = 1e-12
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def whole(msg):
+    """A pattern matching exactly the message ``msg``."""
+    return f"^{re.escape(msg)}$"
 
 
 def draw(seed, t, d, beta="random", lead=()):
@@ -236,3 +242,206 @@ def test_non_integer_chunk_is_a_type_error():
     q, k, w, b = draw(14, 6, 3)
     with pytest.raises(TypeError, match="chunk"):
         householder_route_scores(q, k, w, b, chunk=4.0)
+    with pytest.raises(TypeError, match=whole("chunk must be an integer; got float")):
+        path_attention(q, k, np.ones((6, 1)), w, b, chunk=4.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# one dimension: H_s = 1 − β_s is a number and the route product a closed form
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(("t", "chunk"), [(1, 1), (1, 64), (9, 2), (9, 4), (9, 64)])
+def test_one_dimensional_steps_multiply_to_the_closed_form(route, t, chunk):
+    # D = 1, w_s = ±1: s_ij = q_i k_j Π_s (1 − β_s) over s = j+1 … i (path) or j … i−1
+    rng = np.random.default_rng(20 + t)
+    q, k = rng.standard_normal((2, t, 1))
+    w = rng.choice([-1.0, 1.0], (t, 1))
+    b = rng.uniform(0, 2, t)
+    lo = 1 if route == "path" else 0
+    ref = np.full((t, t), -np.inf)
+    for i in range(t):
+        for j in range(i + 1):
+            ref[i, j] = q[i, 0] * k[j, 0] * np.prod(1 - b[j + lo : i + lo])
+    assert max_err(householder_route_scores(q, k, w, b, route, chunk), ref) <= TOL
+    v = rng.standard_normal((t, 2))
+    o = path_attention(q, k, v, w, b, route, chunk)  # σ = 1/√1 = 1 by default
+    assert max_err(o, softmax_output(ref, v, 1.0)) <= TOL
+
+
+def test_default_route_and_chunk_are_path_and_64():
+    # T = 70 > 64: two chunks of 64 by default; the defaults give the path route, and the same
+    # bits as chunk = 64 given explicitly (another chunk length rounds differently)
+    q, k, w, b = draw(21, 70, 3)
+    ref = dense_scores(q, k, w, b, "path")
+    s = householder_route_scores(q, k, w, b)
+    assert max_err(s, ref) <= TOL
+    assert np.array_equal(s, householder_route_scores(q, k, w, b, "path", 64))
+    v = np.random.default_rng(22).standard_normal((70, 2))
+    o = path_attention(q, k, v, w, b)
+    assert max_err(o, softmax_output(ref, v, 1 / math.sqrt(3))) <= TOL
+    assert np.array_equal(o, path_attention(q, k, v, w, b, "path", 64, scale=1 / math.sqrt(3)))
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_logits_spread_over_thousands_keep_the_online_softmax_exact(route):
+    # bias entries in [−3000, 3000]: e^{±3000} overflows float64, so every row must be shifted
+    # by its own running maximum; the reference is the dense softmax shifted by the row maximum
+    t = 14
+    q, k, w, b = draw(31, t, 3)
+    rng = np.random.default_rng(32)
+    v, bias = rng.standard_normal((t, 2)), rng.uniform(-3000, 3000, (t, t))
+    bias[5, :5] += 6000.0  # row 5: its maximum far below the diagonal
+    ref = dense_scores(q, k, w, b, route)
+    for chunk in (3, 5):
+        o = path_attention(q, k, v, w, b, route, chunk, bias=bias, scale=40.0)
+        assert max_err(o, softmax_output(ref, v, 40.0, bias)) <= TOL
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_zero_scale_averages_the_values_of_the_visible_keys(route):
+    # σ = 0 and no bias: a_ij = 1/(i + 1), o_i is the running mean of v_0 … v_i
+    q, k, w, b = draw(23, 11, 3)
+    v = np.random.default_rng(24).standard_normal((11, 2))
+    o = path_attention(q, k, v, w, b, route, 4, scale=0.0)
+    ref = np.cumsum(v, axis=0) / np.arange(1, 12)[:, None]
+    assert np.abs(o - ref).max() <= 1e-15
+
+
+@pytest.mark.parametrize(
+    ("t", "chunk", "lead", "b_shape"),
+    [(10, 3, (2, 3), (3, 10, 10)), (10, 3, (2, 3), (2, 1, 10, 10)), (9, 4, (2,), (1, 9, 9)),
+     (9, 9, (2, 3), (10, 9)[1:] * 2), (7, 2, (), (7, 7))],
+)  # fmt: skip
+def test_a_bias_broadcasts_over_the_leading_dimensions(t, chunk, lead, b_shape):
+    # the bias is added to σ s_ij before the softmax, broadcast like NumPy over heads and batch
+    q, k, w, b = draw(25 + t, t, 4, lead=lead)
+    rng = np.random.default_rng(26)
+    v, bias = rng.standard_normal((*lead, t, 2)), rng.standard_normal(b_shape)
+    o = path_attention(q, k, v, w, b, "path", chunk, bias=bias, scale=0.7)
+    full = np.broadcast_to(bias, (*lead, t, t))
+    for idx in np.ndindex(*lead):
+        ref = dense_scores(q[idx], k[idx], w[idx], b[idx], "path")
+        assert max_err(o[idx], softmax_output(ref, v[idx], 0.7, full[idx])) <= TOL
+
+
+def test_unit_rows_within_the_tolerance_are_accepted():
+    # |‖w‖ − 1| ≤ 1e-12 passes (rows scaled by 1 + 5e-13: scores move by ≈ 1e-12 relative)
+    q, k, w, b = draw(27, 6, 3)
+    s = householder_route_scores(q, k, w * (1 + 5e-13), b)
+    assert max_err(s, dense_scores(q, k, w, b, "path")) <= 1e-11
+
+
+def _q(*shape):
+    return np.ones(shape)
+
+
+Q_SHAPE = "q must have shape (..., T, D) with T, D >= 1; got "
+B_SHAPE = "bias must have shape (..., 6, 6) broadcasting to () + (6, 6); "
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [((_q(6), _q(6), _q(6), 1.0), {}, Q_SHAPE + "(6,)"),
+     ((_q(0, 3), _q(0, 3), _q(0, 3), 1.0), {}, Q_SHAPE + "(0, 3)"),
+     ((_q(6, 0), _q(6, 0), _q(6, 0), 1.0), {}, Q_SHAPE + "(6, 0)"),
+     ((_q(6, 1), _q(5, 1), _q(6, 1), 1.0), {},
+      "q, k and w must have the same shape (..., T, D); got (6, 1), (5, 1), (6, 1)"),
+     ((_q(6, 1), _q(6, 1), _q(6, 2) / math.sqrt(2), 1.0), {},
+      "q, k and w must have the same shape (..., T, D); got (6, 1), (6, 1), (6, 2)"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1) * (1 + 2**-38), 1.0), {},  # ‖w‖ − 1 = 2^-38 exactly
+      "w rows must be unit vectors (tolerance 1e-12); worst |‖w‖ − 1| = 3.637978807091713e-12"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1) * 3, 1.0), {},
+      "w rows must be unit vectors (tolerance 1e-12); worst |‖w‖ − 1| = 2.0"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1), _q(5)), {},
+      "beta must be a scalar or broadcast to (6,); got (5,)"),
+     ((_q(2, 6, 1), _q(2, 6, 1), _q(2, 6, 1), _q(5)), {},
+      "beta must be a scalar or broadcast to (2, 6); got (5,)"),
+     ((_q(2, 6, 0), _q(2, 6, 0), _q(2, 6, 0), 1.0), {}, Q_SHAPE + "(2, 6, 0)"),
+     ((_q(6, 1), _q(6, 1) * np.nan, _q(6, 1), 1.0), {}, "k must be finite (no NaN or inf)"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1) * np.inf, 1.0), {}, "w must be finite (no NaN or inf)"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1), np.nan), {}, "beta must be finite (no NaN or inf)"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1), 1.0), {"chunk": 0}, "chunk must be >= 1; got 0"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1), [0.0, 0.5, 2.0, 2.5, 1.0, 1.0]), {},
+      "beta must lie in [0, 2]; got values in [0.0, 2.5]"),
+     ((_q(6, 1), _q(6, 1), _q(6, 1), [1.0, -0.5, 2.0, 1.0, 1.0, 1.5]), {},
+      "beta must lie in [0, 2]; got values in [-0.5, 2.0]")],
+)  # fmt: skip
+def test_scores_reject_bad_input_with_the_documented_message(args, kwargs, match):
+    with pytest.raises(ValueError, match=whole(match)):
+        householder_route_scores(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("v", "kwargs", "match"),
+    [(_q(6), {}, "v must have shape (6,) + (D_v,); got (6,)"),
+     (_q(1, 6, 2), {}, "v must have shape (6,) + (D_v,); got (1, 6, 2)"),
+     (_q(5, 2), {}, "v must have shape (6,) + (D_v,); got (5, 2)"),
+     (_q(6, 2) * np.nan, {}, "v must be finite (no NaN or inf)"),
+     (_q(6, 2), {"bias": _q(6, 6) * -np.inf}, "bias must be finite (no NaN or inf)"),
+     (_q(6, 2), {"bias": _q(6)}, B_SHAPE + "got (6,)"),
+     (_q(6, 2), {"bias": _q(6, 5)}, B_SHAPE + "got (6, 5)"),
+     (_q(6, 2), {"bias": _q(5, 6)}, B_SHAPE + "got (5, 6)"),
+     (_q(6, 2), {"bias": _q(1, 6, 6)}, B_SHAPE + "got (1, 6, 6)"),
+     (_q(6, 2), {"scale": math.inf}, "scale must be a finite number; got inf"),
+     (_q(6, 2), {"scale": True}, "scale must be a finite number; got True"),
+     (_q(6, 2), {"scale": "0.5"}, "scale must be a finite number; got '0.5'"),
+     (_q(6, 2), {"scale": np.float64(math.nan)},
+      "scale must be a finite number; got np.float64(nan)")],
+)  # fmt: skip
+def test_attention_rejects_bad_input_with_the_documented_message(v, kwargs, match):
+    q, k, w, b = draw(28, 6, 3)
+    with pytest.raises(ValueError, match=whole(match)):
+        path_attention(q, k, v, w, b, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("lead", "b_shape"), [((2, 3), (2, 6, 6)), ((2,), (2, 2, 6, 6)), ((2,), (3, 6, 6))]
+)
+def test_a_bias_that_does_not_broadcast_over_the_heads_is_rejected(lead, b_shape):
+    q, k, w, b = draw(29, 6, 3, lead=lead)
+    msg = f"bias must have shape (..., 6, 6) broadcasting to {lead} + (6, 6); got {b_shape}"
+    with pytest.raises(ValueError, match=whole(msg)):
+        path_attention(q, k, np.ones((*lead, 6, 2)), w, b, bias=np.zeros(b_shape))
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_torch_beta_of_the_wrong_length_is_a_value_error():
+    # torch.broadcast_to raises RuntimeError; the message is the same as on NumPy
+    q, k, w, b = (torch.from_numpy(x) for x in draw(30, 6, 3))
+    msg = "beta must be a scalar or broadcast to (6,); got (5,)"
+    with pytest.raises(ValueError, match=whole(msg)):
+        householder_route_scores(q, k, w, b[:-1])
+
+
+def test_v_of_another_batch_shape_is_rejected():
+    q, k, w, b = draw(33, 6, 3, lead=(2,))
+    msg = "v must have shape (2, 6) + (D_v,); got (3, 6, 1)"
+    with pytest.raises(ValueError, match=whole(msg)):
+        path_attention(q, k, np.ones((3, 6, 1)), w, b)
+
+
+# ---------------------------------------------------------------------------------------------
+# one array off NumPy takes the whole call there (array-api-strict's second device: arrays of
+# two devices cannot be combined, so every array built inside must follow the inputs' device)
+
+@pytest.mark.parametrize("which", range(5))
+def test_one_argument_on_another_backend_and_device_moves_the_call_there(which):
+    xp = pytest.importorskip("array_api_strict")
+    dev = xp.Device("device1")
+    lead, t, d = (2,), 13, 3
+    q, k, w, b = draw(34, t, d, lead=lead)
+    rng = np.random.default_rng(35)
+    v, bias = rng.standard_normal((*lead, t, 2)), rng.standard_normal((1, t, t))
+    args = [q, k, v, w, b]
+    args[which] = backend.asarray(args[which], "array_api_strict", dev)
+    o = path_attention(*args, "from_source", 4, bias=bias, scale=0.6)
+    assert backend.backend_of(o) == "array_api_strict" and o.device == dev
+    if which != 2:  # v is not an argument of the scores
+        s = householder_route_scores(*(args[i] for i in (0, 1, 3, 4)), "from_source", 4)
+        assert backend.backend_of(s) == "array_api_strict" and s.device == dev
+    for h in range(lead[0]):
+        ref = dense_scores(q[h], k[h], w[h], b[h], "from_source")
+        assert max_err(o[h, ...], softmax_output(ref, v[h], 0.6, bias[0])) <= TOL
+        if which != 2:
+            assert max_err(s[h, ...], ref) <= TOL

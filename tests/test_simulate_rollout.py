@@ -382,3 +382,197 @@ def test_stationary_profiles_are_the_plain_unprojected_chain():
 def test_stationary_profiles_bad_input(lam, depths, match):
     with pytest.raises((ValueError, TypeError), match=match):
         stationary_profiles(uniform_kernel(5), lam, depths)
+
+
+# ------------------------------------------------------------------------------------------
+# messages, boundaries and degenerate depths
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: influence(5, [0.1]), TypeError,
+         r"^kernels must be a Kernel or a sequence of Kernel; got int$"),
+        (lambda: influence([np.eye(3)], [0.1]), TypeError,
+         r"^kernels\[0\] must be a Kernel; got ndarray$"),
+        (lambda: influence([uniform_kernel(4), uniform_kernel(3)], [0.1, 0.2]), ValueError,
+         r"^kernels must all have the same n; got sizes \[3, 4\]$"),
+        (lambda: influence([], []), ValueError,
+         r"^n must be given when kernels is an empty sequence$"),
+        (lambda: influence(uniform_kernel(6), [0.1], n=5), ValueError,
+         r"^n must equal the kernels' size: got n=5 for kernels of n=6 "
+         r"\(omit n; it is only needed when kernels is an empty sequence\)$"),
+        (lambda: diagonal([], []), ValueError,
+         r"^diagonal needs at least one layer \(or a single Kernel\)$"),
+        (lambda: stationary_profiles(3, 0.5, [1]), TypeError,
+         r"^kernel must be a Kernel; got int$"),
+        (lambda: stationary_profiles(uniform_kernel(3), -0.5, [1]), ValueError,
+         r"^lam must be in \[0, 1\]; got -0.5$"),
+        (lambda: constant(1.5, 3), ValueError, r"^lam must be a number in \[0, 1\]; got 1.5$"),
+        (lambda: power_decay(0.5, -1.0, 3), ValueError,
+         r"^beta must be nonnegative \(so that λ_t <= λ0 <= 1\); got -1.0$"),
+        (lambda: power_decay(0.1, 1.0, 10**12), ValueError,
+         r"^T = 1000000000000 is too large: power_decay \(two float64 vectors of length T\) "
+         r"would need 14901.2 GiB"),
+        # 3 float64 arrays of 10⁶ × 10⁶: 2.4e13 bytes = 22351.7 GiB
+        (lambda: rollout_matrix(uniform_kernel(10**6), [0.1]), ValueError,
+         r"^rollout_matrix would need 22351.7 GiB for a dense \(1000000, 1000000\) float64 "
+         r"array"),
+    ],
+)  # fmt: skip
+def test_bad_input_messages(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+def test_the_closed_ends_of_the_ranges_are_accepted():
+    K = alibi_kernel(5, [0.4, 1.3])
+    np.testing.assert_array_equal(constant(0.0, 2), [0.0, 0.0])
+    np.testing.assert_array_equal(power_decay(0.0, 1.0, 3), [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(power_decay(1.0, 0.0, 3), [1.0, 1.0, 1.0])
+    # λ = 0 leaves e_{n−1} in place; λ = 1 gives the rows of A and A² (last row)
+    np.testing.assert_array_equal(stationary_profiles(K, 0.0, [1, 2]), np.eye(1, 5, 4)[[0, 0]])
+    A = K.dense()
+    P = stationary_profiles(K, 1.0, [1, 2])
+    np.testing.assert_allclose(P, [A[-1], (A @ A)[-1]], rtol=1e-13, atol=1e-16)
+
+
+def test_power_decay_is_float_division_by_powers_of_t():
+    # λ_t = λ0/(t+1)^β computed in float64 (β = 0.5: 1/√(t+1))
+    np.testing.assert_allclose(power_decay(0.9, 0.5, 5), 0.9 / np.sqrt(np.arange(1, 6)),
+                               rtol=1e-15)  # fmt: skip
+    assert power_decay(0.9, 0.5, 5).dtype == np.float64
+
+
+def test_zero_layers_give_the_unit_diagonal_and_an_empty_summary():
+    K = uniform_kernel(4)
+    d, logd = diagonal(K, []), diagonal(K, [], log=True)
+    np.testing.assert_array_equal(d, np.ones(4))
+    np.testing.assert_array_equal(logd, np.zeros(4))
+    assert d.dtype == logd.dtype == np.float64
+    s = rollout_summary(K, [])
+    np.testing.assert_array_equal(s.pop("profile"), [0.0, 0.0, 0.0, 1.0])
+    assert s == {"n": 4, "T": 0, "p_first": 0.0, "p_last": 1.0, "argmin": 0, "p_min": 0.0,
+                 "min_diag": 1.0, "log_min_diag": 0.0, "min_diag_underflows": False,
+                 "sum_lambda_delta": 0.0, "sum_lambda": 0.0}  # fmt: skip
+    # the empty sum Σλδ is +0, also for a kernel with δ < 0 (diagonal 1 + 1e-10, admitted
+    # by dense_kernel's 1e-9 row tolerance)
+    s = rollout_summary(dense_kernel(np.eye(3) * (1 + 1e-10)), [])
+    assert math.copysign(1.0, s["sum_lambda_delta"]) == 1.0
+
+
+def test_summary_entries_against_the_dense_rollout():
+    ks = [alibi_kernel(6, [0.3, -0.2], [1.0, 0.5]), uniform_kernel(6), alibi_kernel(6, 0.8)]
+    lam = np.array([0.9, 0.4, 0.7])
+    s = rollout_summary(ks, lam)
+    P = dense_rollout(ks, lam)
+    p = P[-1]
+    assert sorted(s) == sorted(["n", "T", "p_first", "p_last", "argmin", "p_min", "min_diag",
+                                "log_min_diag", "min_diag_underflows", "sum_lambda_delta",
+                                "sum_lambda", "profile"])  # fmt: skip
+    assert (s["n"], s["T"], s["argmin"]) == (6, 3, int(np.argmin(p)))
+    for key, ref in (("p_first", p[0]), ("p_last", p[-1]), ("p_min", p.min())):
+        assert s[key] == pytest.approx(ref, rel=1e-13), key
+    assert s["p_last"] == pytest.approx(P[-1, -1], rel=1e-13)  # causal: p(n−1) = P_{n−1,n−1}
+    assert s["min_diag"] == pytest.approx(np.diag(P).min(), rel=1e-13)
+    # Σ λ_t δ_t with δ_t = max_i (1 − A_t[i, i]) read off the dense matrices
+    deltas = [np.max(1.0 - np.diag(k.dense())) for k in ks]
+    ref = sum(lt * dt for lt, dt in zip(lam, deltas, strict=True))
+    assert s["sum_lambda_delta"] == pytest.approx(ref, rel=1e-14)
+    assert total_mixing(ks, lam) == s["sum_lambda_delta"]
+    assert s["sum_lambda"] == pytest.approx(2.0, rel=1e-15)
+
+
+def test_summary_underflow_is_silent_even_when_numpy_raises_on_underflow():
+    # n = 2, slope 0: A = [[1, 0], [1/2, 1/2]], λ = 1, T = 1100: P_11 = 2^−1100 underflows,
+    # log P_11 = −1100 log 2 (closed form); the summary takes exp of it without tripping
+    # a caller's np.errstate(under="raise")
+    T = 1100
+    with np.errstate(under="raise"):
+        s = rollout_summary(alibi_kernel(2, 0.0), constant(1.0, T))
+    assert s["log_min_diag"] == pytest.approx(-T * np.log(2.0), rel=1e-14)
+    assert s["min_diag"] == 0.0 and s["min_diag_underflows"] is True
+    assert s["p_first"] == 1.0 and s["p_last"] == 0.0
+
+
+def test_influence_memory_is_linear_in_n():
+    # one step of the uniform kernel at n = 10⁶: p = (1 − λ) e_{n−1} + λ (1/n, …, 1/n);
+    # an n × n intermediate (8 TB) could not be allocated
+    n, lam = 10**6, 0.25
+    p = influence(uniform_kernel(n), [lam])
+    assert p.shape == (n,)
+    np.testing.assert_allclose(p[:-1], lam / n, rtol=1e-12)
+    assert p[-1] == pytest.approx(1 - lam + lam / n, rel=1e-15)
+
+
+# -- the 80 % memory rule, with the available memory pinned ---------------------------------
+
+
+@pytest.fixture
+def memory(monkeypatch):
+    """Pin posflow's view of the available memory (bytes); the rule refuses > 80 % of it."""
+
+    def pin(nbytes):
+        monkeypatch.setattr("posflow.simulate._validate.available_memory", lambda: nbytes)
+
+    return pin
+
+
+def test_schedules_and_bare_influence_follow_the_memory_rule(memory):
+    memory(1000)  # 800 bytes usable: 100 float64 entries
+    assert constant(0.5, 100).shape == (100,)
+    assert power_decay(0.5, 1.0, 50).shape == (50,)  # two vectors of length T
+    np.testing.assert_array_equal(influence([], [], n=100), np.eye(1, 100, 99)[0])
+    with pytest.raises(ValueError, match=r"^T = 101 is too large: constant \(a float64 vector"):
+        constant(0.5, 101)
+    with pytest.raises(ValueError, match=r"^T = 51 is too large: power_decay \(two float64"):
+        power_decay(0.5, 1.0, 51)
+    with pytest.raises(ValueError, match=r"^n = 101 is too large: influence \(a float64 vector"):
+        influence([], [], n=101)
+
+
+def test_rollout_matrix_budgets_three_dense_copies(memory):
+    K = uniform_kernel(5)
+    ref = dense_rollout([K], [0.5])
+    memory(750)  # 600 bytes usable = 3 · 8 · 5²
+    np.testing.assert_allclose(rollout_matrix(K, [0.5]), ref, rtol=0, atol=1e-15)
+    memory(749)
+    with pytest.raises(ValueError, match=r"^rollout_matrix would need 0.0 GiB for a dense \(5, "):
+        rollout_matrix(K, [0.5])
+
+
+def test_influence_of_existing_kernels_is_not_refused_for_memory(memory):
+    # the kernels' vectors exist already; only an n given without kernels is checked
+    K = uniform_kernel(8)
+    memory(0)
+    np.testing.assert_array_equal(influence(K, []), np.eye(1, 8, 7)[0])
+    p = influence([K, K], [0.5, 0.5])
+    assert p.sum() == pytest.approx(1.0, abs=1e-15)
+
+
+# -- the rounding budget of one step ---------------------------------------------------------
+
+U = 2.0**-53
+
+
+@pytest.mark.parametrize(
+    "make, heads, lam",
+    [(lambda: uniform_kernel(64), 1, 0.5), (lambda: alibi_kernel(64, alibi_slopes(4)), 4, 1.0),
+     (lambda: alibi_kernel(64, [0.5, 0.1]), 2, 0.25)],
+)  # fmt: skip
+def test_mass_defect_is_rounding_up_to_the_documented_budget(monkeypatch, make, heads, lam):
+    # One step that scales e_{n−1} by c = 1 − k u (exact in float64). A defect k u within the
+    # budget (8 + 8 λ (n + H)) u of the module docstring counts as rounding and is projected
+    # away (Σp back to 1); one ulp beyond it is a real loss and is kept (Σp = c).
+    K = make()
+    limit = 8 + 8 * lam * (K.n + heads)
+    assert limit == int(limit)
+    for k, kept in ((int(limit), False), (int(limit) + 1, True)):
+        c = 1.0 - k * U
+        monkeypatch.setattr(K, "_residual_step", lambda p, lam, c=c: p * c)
+        p = influence(K, [lam])
+        assert p[:-1].max() == 0.0
+        if kept:
+            assert p[-1] == c
+        else:
+            assert p[-1] == pytest.approx(1.0, abs=2 * U)  # one division and one product

@@ -29,6 +29,8 @@ MODULES = (
     "pb15_measured_lm",
     "pb15_study",
     "pb15_refs",
+    "pb15_crossfit",
+    "pb15_insample",
     "pb16_lambda",
     "pb17_retrieval",
     "pb17_refs",

@@ -15,59 +15,63 @@ p̂ (normalised mean over sequences) with
   measured mean position, the rollout with measured λ_t through *uniform* kernels, and the
   rollout with the measured λ_t moved to other layers (a seeded derangement).
 
-Verdict: for every null X (and (a)), the bootstrap interval over sequences of W1(b) − W1(X)
-(W1 normalised by n − 1) lies below 0, at family-wise level 5 % (Bonferroni over the
-comparisons of every model). An interval that contains 0 cannot decide; one at or above 0 fails.
-Everything is resampled together (kernels, λ, content, influence, the nulls' fits), replicate by
-replicate (:mod:`posflow.simulate.models.profiles_bootstrap`; the profiles, their names and
-colours are those of :mod:`posflow.simulate.models.profiles`, shared with ``posflow measure``
-and the stored study). The comparisons are decided by ``kit.decide`` at the Bonferroni level
-``kit.family_level``; the tables and figures are assembled in ``pb15_study``.
+Verdict (issue 24, like for like; :mod:`.pb15_crossfit`): every predictor gets one fitted
+parameter — the rollouts λ_t → clip(α λ_t) ((a): a constant λ ≡ α), the geometric and linear
+nulls their ratio and slope — fitted on one half of the windows and scored on the other, both
+directions averaged (:mod:`posflow.simulate.models.crossfit`). PB15 HOLDS for a model when some
+residual-aware rollout ((b), (c), (d) or (e)) has the delete-one-window jackknife interval of
+W1(rollout) − W1(rival) below 0 for every rival ((a) and the four nulls), family-wise 5 %
+(Bonferroni over rollouts × rivals × models); it FAILS when every rollout is beaten by a rival
+(an interval at or above 0), else it is INCONCLUSIVE. The earlier comparison — (b) with no
+fitted parameter against nulls fitted to the measured mean, all scored in sample, percentile
+bootstrap over sequences (:mod:`posflow.simulate.models.profiles_bootstrap`) — is reported beside
+it, not judged. The tables and figures are assembled in ``pb15_study`` and ``pb15_crossfit``.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from posflow.proofs_checks import kit
 from posflow.proofs_checks.claims import pb15_refs as R
+from posflow.proofs_checks.claims.pb15_crossfit import (
+    CANDIDATES,
+    CF_RIVALS,
+    crossfit_evidence,
+    jackknife_controls,
+)
+from posflow.proofs_checks.claims.pb15_insample import (
+    by_evidence_key,
+    judge,
+    library_check,
+    rounding,
+    what,
+)
 from posflow.proofs_checks.claims.pb15_study import (
-    KEYS,
-    NULLS,
-    PREDICTED,
     RIVALS,
     model_figure,
     model_tables,
     reported,
 )
 from posflow.proofs_checks.kit import (
-    FAILS,
-    HOLDS,
-    INCONCLUSIVE,
     Context,
-    Decision,
     Evidence,
     add_mutant,
-    at_most,
     cite,
     combine,
     family_level,
-    fp_tol,
     info,
     register,
-    undecided,
 )
 from posflow.simulate.models.profiles_bootstrap import bootstrap, measure_per_sequence
 
 __all__ = ["pb15"]
 
 ALPHA = 0.05  # family-wise level of the verdict
-_EPS = float(np.finfo(np.float64).eps)
-_BEATS = {HOLDS: "beats", INCONCLUSIVE: "?", FAILS: "no"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -168,98 +172,44 @@ def subjects(ctx: Context) -> list[Subject]:
 # the verdict of one model
 
 
-def _rounding(L: int, n: int) -> float:
-    """Float64 rounding of a difference of two W1/(n − 1): 4 (L n² + n) ε (see _judge)."""
-    return 4.0 * (L * n * n + n) * _EPS
-
-
-def _by_evidence_key(bs):
-    """The bootstrap with its profiles keyed by PB15's evidence keys (b_param for (c), …)."""
-    return replace(bs, **{f: {k: getattr(bs, f)[v] for k, v in KEYS.items()}
-                          for f in ("profiles", "w1", "spearman")})  # fmt: skip
-
-
-def _decisions(bs, level: float) -> list[Decision]:
-    """W1(b) − W1(x) ≤ −rounding for each rival x, from its percentile interval (the judge
-    ``pb15_refs.rival_decision``)."""
-    r = _rounding(bs.lambdas.shape[1], bs.measured.shape[1])
-    return [R.rival_decision(x, bs.w1["b"] - bs.w1[x], level, -r) for x in RIVALS]
-
-
-def _judge(tag, name, bs, level: float, N: int):
-    """The measurements and the differences table of the comparisons of (b) with its rivals."""
-    L = bs.lambdas.shape[1]
-    n = bs.measured.shape[1]
-    r = _rounding(L, n)
-    why = fp_tol(
-        0.0,
-        f"the bound −{r:.2g} = −4(L n² + n)ε (L = {L}, n = {n}) is the float64 rounding of a "
-        "W1 difference (each profile entry carries ≤ L n ε from L convex steps of n-term sums, "
-        "a CDF value sums n of them, W1 averages CDF gaps): a smaller gap is no gap",
-    )
-    ms, rows = [], []
-    for dec in _decisions(bs, level):
-        x, lo, hi = dec.label, dec.lo, dec.hi
-        key = f"{tag}.w1_b_minus_{x}"
-        label = (
-            f"{name}: upper end of the {100 * level:.3g}% interval of W1(b) − W1({x}: "
-            f"{PREDICTED.get(x, NULLS.get(x))})"
-        )
-        if dec.decision == INCONCLUSIVE:
-            ms.append(
-                undecided(
-                    key,
-                    hi,
-                    f"the interval [{lo:.3g}, {hi:.3g}] contains 0: {N} sequences cannot tell "
-                    "(b) from this rival at the stated level",
-                    label=label,
-                )
-            )
-        else:
-            ms.append(at_most(key, hi, -r, why, label=label))
-        rows.append([x, dec.estimate, lo, hi, _BEATS[dec.decision]])
-    return ms, rows
-
-
-def _library_check(sub: Subject, bs, L: int, n: int):
-    """The library rollout against the batched one on the full sample: measurement, decision."""
-    tol = 8 * L * n * _EPS
-    m = at_most(
-        f"{sub.tag}.library_vs_batched_rollout",
-        bs.library_gap,
-        0.0,
-        fp_tol(
-            tol,
-            f"both are float64 chains of L = {L} convex steps with n = {n}-term sums of "
-            f"entries in [0, 1] (≤ n ε each) plus a row renormalisation: 8 L n ε = {tol:.2g}",
-        ),
-        label=f"{sub.name}: max |library rollout − independent batched rollout| on the "
-        "full sample (every profile)",
-    )
-    gap = bs.library_gap
-    return m, Decision("library", gap, gap, gap, tol)
-
-
-def _model_evidence(sub: Subject, ctx: Context, family: int):
-    """Measure one model, bootstrap every profile, judge (b) against its rivals."""
+def _model_evidence(sub: Subject, ctx: Context, family: int, cf_family: int):
+    """Measure one model; judge the cross-fitted comparison; bootstrap the in-sample one."""
     model, ids, note = sub.load()
     data = measure_per_sequence(model, ids)
+    plain = [R.influence_vs_plain(sub.tag, sub.name, model, ids[0], data.influence[0]),
+             *R.lambdas_vs_plain(sub.tag, sub.name, model, ids[0], data.lambdas[0])]
     N, L = data.lambdas.shape
     n = data.influence.shape[1]
-    bs = _by_evidence_key(bootstrap(data, sub.bootstrap, ctx.seed))
+    bs = by_evidence_key(bootstrap(data, sub.bootstrap, ctx.seed))
     level = 1.0 - family_level(ALPHA, family)
-    ms, diff_rows = _judge(sub.tag, sub.name, bs, level, N)
-    lib, lib_decision = _library_check(sub, bs, L, n)
-    ms.append(lib)
-    sub_status, _ = combine([*_decisions(bs, level), lib_decision])
-    ms.insert(0, info(f"{sub.tag}.verdict", sub_status, label=f"{sub.name}: sub-verdict"))
-    ms += reported(sub, bs, N)
-    tables = model_tables(sub.tag, sub.name, bs, level, sub.bootstrap, family, ALPHA, diff_rows)
-    ctl = (bs.w1["b"] - bs.w1["a"], level, -_rounding(L, n))
-    return ms, tables, model_figure(sub.tag, bs, level, diff_rows, note), note, ctl
+    cf_level = 1.0 - family_level(ALPHA, cf_family)
+    cms, ctables, cfig, cdec, cctl = crossfit_evidence(sub, data, bs.perm, cf_level, ctx.seed,
+                                                       what, rounding(L, n))  # fmt: skip
+    ms, diff_rows = judge(sub.tag, sub.name, bs, level, N)
+    lib, lib_decision = library_check(sub, bs, L, n)
+    sub_status, _ = combine([*cdec, lib_decision])
+    ms = [info(f"{sub.tag}.verdict", sub_status, label=f"{sub.name}: sub-verdict"), *cms, *plain,
+          lib, *ms, *reported(sub, bs, N)]  # fmt: skip
+    tables = [*ctables, *model_tables(sub.tag, sub.name, bs, level, sub.bootstrap, family, ALPHA,
+                                      diff_rows)]  # fmt: skip
+    ctl = ((bs.w1["b"] - bs.w1["a"], level, -rounding(L, n)), (cctl, cf_level, -rounding(L, n)))
+    figs = [model_figure(sub.tag, bs, level, diff_rows, note), cfig]
+    return ms, tables, figs, note, ctl
 
 
 _CITES = (
+    cite("posflow.simulate.models.crossfit:crossfit",
+         "both directions recomputed with plain means over each half, the library's kernels and "
+         "rollout at the fitted parameters, the nulls refitted by posflow.simulate.nulls, the "
+         "metrics by posflow.simulate.compare and scipy (pb15_crossfit.library_reference); each "
+         "rollout's α reproduces the mean position of the half it was fitted on",
+         "toy.crossfit_vs_library", "toy.crossfit_fit_residual"),
+    cite("posflow.simulate.models.crossfit:jackknife_interval",
+         "the jackknife standard error and Student's t quantile written out",
+         "jackknife_interval_vs_direct"),
+    cite("posflow.simulate.models.measure:measure",
+         "plain torch autograd of p* with respect to the embedding output, window 0",
+         "toy.influence_vs_plain_torch"),
     cite("posflow.simulate.models.profiles_bootstrap:bootstrap",
          "an independent batched rollout of every profile on the full sample (library_gap)",
          "toy.library_vs_batched_rollout"),
@@ -274,46 +224,60 @@ _CITES = (
 @register(
     "PB15",
     "[A, ours]",
-    "on a measured causal LM within its training context, the residual-aware rollout (b) (measured "
-    "λ_t through the measured head-averaged kernels) predicts the measured gradient influence "
-    "better in W1/(n−1) than the attention-only rollout (a) and than four nulls: geometric "
-    "recency and a linear ramp fitted to the measured mean position, the same rollout through "
-    "uniform kernels, and the rollout with λ_t moved to other layers (bootstrap interval over "
-    "sequences of W1(b) − W1(null) below 0, family-wise 5 %, Bonferroni)",
+    "on a measured causal LM within its training context, a residual-aware rollout (measured "
+    "λ_t, scaled by one fitted α as clip(α λ_t), through the measured head-averaged kernels (b), "
+    "[A]'s ALiBi + content kernels (c), value-norm (d) or sink-aware kernels (e)) predicts the "
+    "measured gradient influence better in W1/(n−1) than the attention-only rollout (a) with "
+    "one fitted constant λ and than four nulls with one fitted parameter each: geometric "
+    "recency and a linear ramp fitted to the mean position, the rollout through uniform "
+    "kernels, and the rollout with λ_t moved to other layers — every parameter fitted on one "
+    "half of the windows and scored on the other (cross-fitting, both directions averaged; "
+    "delete-one-window jackknife t interval of W1(rollout) − W1(rival) below 0 for every rival, "
+    "family-wise 5 %, Bonferroni over rollouts × rivals × models)",
     assumptions=(
         "a causal LM trained locally (posflow's ALiBi LM on the standard library), and "
         "SmolLM2-135M when installed (each model gets its own sub-verdict)",
-        "sequences independent (the bootstrap resamples them)",
+        "windows independent (the jackknife leaves one out; the bootstrap of the in-sample "
+        "comparison resamples them)",
     ),
     compares=_CITES,
 )
 def pb15(ctx: Context) -> Evidence:
-    """Claim PB15: (b) against its rivals per model, decided by ``kit.decide`` at the
-    Bonferroni level; ``percentile_interval`` against the sorted resamples; the library rollout
-    against an independent batched one (in ``bootstrap``); the stored study (a missing or
-    unreadable file fails naming its path) with ``best_profile`` against a direct loop; every
-    reported number against the stored reference (:mod:`.pb15_refs`). Negative controls: the
-    judge on replicates past / straddling the bound and blocked, the regression on a moved
-    reference number."""
+    """Claim PB15: per model, the cross-fitted rollouts against (a) and the nulls with one
+    parameter each (``crossfit``, recomputed by the library; the judge ``jackknife_interval``
+    written out; ``kit.decide`` at the Bonferroni level); the measured influence against plain
+    torch autograd (``measure``); the in-sample comparison of issue 12 reported beside it
+    (``percentile_interval`` against the sorted resamples; the library rollout against an
+    independent batched one in ``bootstrap``); the stored study (a missing or unreadable file
+    fails naming its path) with ``best_profile`` against a direct loop; every reported number
+    against the stored reference (:mod:`.pb15_refs`). Negative controls: both judges on
+    replicates past / straddling the bound (and blocked), the regression on a moved reference
+    number."""
     if kit.optional_torch() is None:
         return kit.no_torch()
     ms, tables, figs, notes, family, parts, ctl, extra = _collect(ctx)
-    ms += R.decision_controls(*ctl)
+    ms += R.decision_controls(*ctl[0]) + jackknife_controls(*ctl[1])
     for part, (identity, values) in parts.items():
         study = part == "smollm2_study"
         tol, why = (R.STUDY_TOL, R.STUDY_REASON) if study else (R.LIVE_TOL, R.LIVE_REASON)
         what = "every number of the stored study's tables" if study else (
             f"every number PB15 reports of {part} (measurements and tables)")
         ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what)
+    cf_family, bs_family = family
     return Evidence(
         ms,
         tables=tables,
         figures=figs,
         setup="; ".join(notes)
-        + f". Each sequence measured alone; percentile bootstrap over sequences (seed "
-        f"[{ctx.seed}, 15]; replicate 0 is the full sample), {family} comparisons at "
-        f"family-wise {100 * ALPHA:g}% (each interval "
-        f"{100 * (1 - family_level(ALPHA, family)):.3g}%)." + extra,
+        + f". Each window measured alone. Judged: every predictor with one fitted parameter, "
+        f"fitted on one half of the windows (split seeded [{ctx.seed}, 24]) and scored on the "
+        f"other, both directions averaged; delete-one-window jackknife t intervals, {cf_family} "
+        f"comparisons at family-wise {100 * ALPHA:g}% (each interval "
+        f"{100 * (1 - family_level(ALPHA, cf_family)):.4g}%). Reported: the in-sample "
+        f"comparison of issue 12, percentile bootstrap over windows (seed [{ctx.seed}, 15]; "
+        f"replicate 0 is the full sample), {bs_family} comparisons at family-wise "
+        f"{100 * ALPHA:g}% (each interval {100 * (1 - family_level(ALPHA, bs_family)):.3g}%)."
+        + extra,
         absent=() if _smollm2_installed() else ("smollm2-135m",),
     )
 
@@ -324,14 +288,15 @@ def _collect(ctx: Context):
 
     subs = subjects(ctx)
     family = len(RIVALS) * len(subs)
+    cf_family = len(CANDIDATES) * len(CF_RIVALS) * len(subs)
     ms, tables, figs, notes, parts, ctl = [], [], [], [], {}, None
     for sub in subs:
-        m, t, f, note, c = _model_evidence(sub, ctx, family)
-        ident = f"{note}; seed {ctx.seed}; {family} comparisons (Bonferroni)"
+        m, t, f, note, c = _model_evidence(sub, ctx, family, cf_family)
+        ident = f"{note}; seed {ctx.seed}; {cf_family} comparisons (Bonferroni)"
         parts[sub.tag] = (ident, R.flatten(m, t))
         ms += m
         tables += t
-        figs.append(f)
+        figs += f
         notes.append(note)
         ctl = ctl or c
     store, readable = R.load_study()
@@ -344,7 +309,7 @@ def _collect(ctx: Context):
         tables += t
         figs += f
         extra = " " + extra
-    return ms, tables, figs, notes, family, parts, ctl, extra
+    return ms, tables, figs, notes, (cf_family, family), parts, ctl, extra
 
 
 def parts(ctx: Context) -> dict:
@@ -369,6 +334,9 @@ add_mutant("PB15", "rollout-float32", "posflow.simulate.rollout:influence", R.in
 add_mutant("PB15", "decide-on-point-estimate",
            "posflow.proofs_checks.claims.pb15_refs:rival_decision", R.loosened_rival,
            "the rival's interval collapsed onto its point estimate (a loosened judge)")
+add_mutant("PB15", "crossfit-in-sample", "posflow.simulate.models.crossfit:_direction",
+           R.crossfit_in_sample,
+           "cross-fitting fits every parameter on the half it then scores (in sample)")
 
 
 def write_reference(size: str = "quick"):

@@ -1,0 +1,305 @@
+"""PB15 like for like (issue 24): every predictor with one fitted parameter, cross-fitted.
+
+:func:`crossfit_evidence` runs :func:`posflow.simulate.models.crossfit.crossfit` on a model's
+per-window measurements and judges PB15's statement from it: some residual-aware rollout
+(:data:`CANDIDATES`: (b), (c), (d), (e), each with λ_t → clip(α λ_t)) beats every rival
+(:data:`CF_RIVALS`: the attention-only rollout (a) with one constant λ ≡ α, and the four nulls,
+one parameter each) in cross-fitted W1/(n − 1). Each comparison W1(x) − W1(rival) is decided by
+``kit.decide`` from its delete-one-window jackknife t interval against the rounding bound −r
+(:func:`crossfit_decision`); a rollout's comparisons are joined by ``kit.combine``, and the
+model's verdict is that of its best rollout (HOLDS when one rollout beats every rival, FAILS when
+every rollout is beaten by some rival, else INCONCLUSIVE). Only the best rollout's comparisons
+are judged measurements; every comparison is in the table (the Bonferroni family counts them
+all). :func:`library_reference` recomputes both directions independently (the check's
+comparison of ``crossfit`` with the library); λ with the MLP update counted is reported beside
+[A]'s λ when the measurement has it (``data.lambdas_mlp``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posflow.proofs_checks.kit import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    Decision,
+    Figure,
+    Panel,
+    Series,
+    Table,
+    at_most,
+    combine,
+    fp_tol,
+    info,
+    rejects,
+    undecided,
+)
+from posflow.simulate.models.crossfit import crossfit, jackknife_interval
+from posflow.simulate.models.profiles import color, line_style
+
+__all__ = ["CANDIDATES", "CF_RIVALS", "crossfit_decision", "crossfit_evidence",
+           "jackknife_controls", "library_reference"]  # fmt: skip
+
+# PB15's evidence keys -> the profile keys of posflow.simulate.models.profiles
+CANDIDATES = {"b": "b", "b_param": "c", "d": "d", "e": "e"}
+CF_RIVALS = {"a": "a", "geometric": "geometric", "linear": "linear", "uniform": "uniform",
+             "shuffled": "shuffled"}  # fmt: skip
+REPORTED = {**CANDIDATES, "a_param": "a_c", **CF_RIVALS}
+PARAMETER = {"geometric": "r", "linear": "s"}  # the rollouts' parameter is α
+_RANK = {HOLDS: 0, INCONCLUSIVE: 1, FAILS: 2}
+_BEATS = {HOLDS: "beats", INCONCLUSIVE: "?", FAILS: "no"}
+_EPS = float(np.finfo(np.float64).eps)
+REPORT_LEVEL = 0.95  # the reported metrics' intervals (the judged differences: family level)
+
+
+def crossfit_decision(label: str, replicates, level: float, bound: float) -> Decision:
+    """W1(x) − W1(rival) ≤ ``bound`` decided by ``kit.decide`` from the jackknife t interval of
+    the ``replicates`` (full sample first, then one per left-out window) at coverage ``level``."""
+    est, _, lo, hi = jackknife_interval(replicates, level)
+    return Decision(label, est, lo, hi, bound, "le", level)
+
+
+def jackknife_controls(d, level: float, bound: float) -> list:
+    """The jackknife judge on replicates moved to known-wrong places (3 interval widths above the
+    bound must FAIL, centred on it must be INCONCLUSIVE), and ``jackknife_interval`` against the
+    jackknife written out: √((G − 1)/G Σ (θ_(−g) − θ̄)²) times Student's t quantile."""
+    from scipy.stats import t as student_t
+
+    d = np.asarray(d, dtype=np.float64)
+    est, _, lo, hi = jackknife_interval(d, level)
+    w = max(hi - lo, 1e-6)
+    past = crossfit_decision("c", d - est + bound + 3 * w, level, bound)
+    straddle = crossfit_decision("c", d - est + bound, level, bound)
+    G = d.size - 1
+    se = np.sqrt(sum((x - d[1:].mean()) ** 2 for x in d[1:]) * (G - 1) / G)
+    q = student_t.ppf(1 - (1 - level) / 2, G - 1)
+    err = max(abs(lo - (d[0] - q * se)), abs(hi - (d[0] + q * se)))
+    return [
+        rejects("crossfit_control_past_bound", past.decision != FAILS,
+                "jackknife replicates 3 interval widths above the bound must FAIL"),
+        rejects("crossfit_control_straddling", straddle.decision != INCONCLUSIVE,
+                "jackknife replicates centred on the bound must be INCONCLUSIVE, not HOLD"),
+        at_most("jackknife_interval_vs_direct", float(err), 0.0,
+                fp_tol(1e-12 * max(1.0, abs(d[0]) + q * se),
+                       "the same float64 sums in another order: a few ε of the interval ends"),
+                label="|jackknife_interval − the jackknife t interval written out| (first "
+                "model, best rollout against (a))"),
+    ]  # fmt: skip
+
+
+# -- the independent reference ----------------------------------------------------------------
+
+
+def library_reference(data, cf, lambdas=None) -> tuple[float, float, float, int]:
+    """Both directions of ``cf`` recomputed from ``data`` without :mod:`~posflow.simulate.
+    models.crossfit`: halves pooled by plain means, kernels from the library
+    (``measured_kernels``, ``alibi_kernel``, ``value_norm_kernels``, ``sink_aware_kernels``,
+    ``uniform_kernel``), rollouts by ``posflow.simulate.rollout.influence`` at the reported
+    parameters, the nulls refitted by :mod:`posflow.simulate.nulls`, metrics by
+    ``posflow.simulate.compare`` and ``scipy.stats.wasserstein_distance``.
+
+    Returns (max profile gap, max metric gap, max fit residual |m(α) − μ̂_F| over the matched
+    rollout fits on the fitting half, number of fits that did not reach the mean).
+    """
+    from scipy.stats import wasserstein_distance
+
+    from posflow.simulate.compare import spearman, w1_normalised
+    from posflow.simulate.kernels import alibi_kernel, uniform_kernel
+    from posflow.simulate.models.measure import measured_kernels
+    from posflow.simulate.models.sinks import sink_aware_kernels, value_norm_kernels
+    from posflow.simulate.nulls import geometric_recency, linear_ramp, ramp_slope
+    from posflow.simulate.rollout import influence
+
+    lam_all = data.lambdas if lambdas is None else np.asarray(lambdas, dtype=np.float64)
+    n = data.influence.shape[1]
+    j = np.arange(n)
+
+    def side(h):
+        rows = np.flatnonzero(np.isin(np.arange(lam_all.shape[0]), h))
+        A = data.attention[rows].mean(0)
+        lam = np.clip(lam_all[rows].mean(0), 0.0, 1.0)
+        L, g = lam.size, data.influence[rows].mean(0)
+        full = np.ones(L)
+        ks = measured_kernels(A)
+        base = {"a": (ks, full), "b": (ks, lam), "e": (sink_aware_kernels(A), lam),
+                "uniform": (uniform_kernel(n), lam), "shuffled": (ks, lam[cf.perm])}  # fmt: skip
+        if "c" in cf.keys:
+            c = data.content[rows].mean(0)
+            kc = [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
+            base["c"], base["a_c"] = (kc, lam), (kc, full)
+        if "d" in cf.keys:
+            base["d"] = (value_norm_kernels(data.values[rows].mean(0)), lam)
+        return base, g / g.sum()
+
+    prof = resid = 0.0
+    missed = 0
+    both = {k: [] for k in cf.keys}
+    for d, (fit, score) in enumerate(((cf.halves[0], cf.halves[1]),
+                                      (cf.halves[1], cf.halves[0]))):  # fmt: skip
+        (kf, pf), (ks, ps) = side(fit), side(score)
+        mu = float(pf @ j)
+        for k in cf.keys:
+            x = float(cf.params[k][d])
+            if k in kf:
+                K, lam = ks[k]
+                ref = influence(K, np.clip(x * lam, 0.0, 1.0))
+                if cf.matched[k][d]:
+                    K, lam = kf[k]
+                    resid = max(resid, abs(influence(K, np.clip(x * lam, 0.0, 1.0)) @ j - mu))
+            elif k == "geometric":
+                ref, r = geometric_recency(n, mu)
+                prof = max(prof, abs(x / float(r) - 1.0))
+            else:
+                ref = linear_ramp(n, mu)
+                prof = max(prof, abs(x - float(ramp_slope(n, mu))))
+            missed += not bool(cf.matched[k][d]) and k not in ("linear",)
+            p = cf.profiles[k][d]
+            prof = max(prof, float(np.abs(p - ref).max()))
+            both[k].append((w1_normalised(p, ps), wasserstein_distance(j - p @ j, j - ps @ j, p,
+                                                                       ps) / (n - 1),
+                            spearman(p, ps), p[0], p[-1]))  # fmt: skip
+        prof = max(prof, float(np.abs(cf.measured[d] - ps).max()))
+    metric = max(abs(cf.metrics[m][k][0] - 0.5 * (both[k][0][i] + both[k][1][i]))
+                 for k in cf.keys for i, m in enumerate(("w1", "shape", "spearman", "first",
+                                                         "last")))  # fmt: skip
+    return prof, metric, resid, missed
+
+
+# -- the evidence of one model ----------------------------------------------------------------
+
+
+def _rows(cf, what) -> list:
+    """The per-predictor table: parameters of both directions, then each metric's interval."""
+    rows = []
+    for ek, k in REPORTED.items():
+        if k not in cf.keys:
+            continue
+        row = [ek, what(ek), PARAMETER.get(k, "α"), *map(float, cf.params[k])]
+        for m in ("w1", "shape", "spearman", "first", "last"):
+            est, _, lo, hi = cf.interval(m, k, REPORT_LEVEL)
+            row += [est, lo, hi]
+        rows.append(row)
+    meas = [cf.interval(m, "measured", REPORT_LEVEL) for m in ("first", "last")]
+    rows.append(["measured", "gradient influence (mean of the two halves)", "", float("nan"),
+                 float("nan"), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0,
+                 *(x for e, _, lo, hi in meas for x in (e, lo, hi))])  # fmt: skip
+    return rows
+
+
+_COLUMNS = ["predictor", "what", "parameter", "fitted on H₁", "fitted on H₂", "W1/(n−1)", "lo",
+            "hi", "shape (centred W1)", "lo", "hi", "Spearman ρ", "ρ lo", "ρ hi", "p(0)", "lo",
+            "hi", "p(n−1)", "lo", "hi"]  # fmt: skip
+
+
+def _judged(cf, level: float, bound: float):
+    """Every (rollout, rival) decision, the rollouts' statuses, and the best rollout."""
+    w1 = cf.metrics["w1"]
+    dec = {x: [crossfit_decision(r, w1[CANDIDATES[x]] - w1[CF_RIVALS[r]], level, bound)
+               for r in CF_RIVALS]
+           for x in CANDIDATES if CANDIDATES[x] in cf.keys}  # fmt: skip
+    status = {x: combine(d)[0] for x, d in dec.items()}
+    best = min(dec, key=lambda x: (_RANK[status[x]], float(cf.metrics["w1"][CANDIDATES[x]][0])))
+    return dec, status, best
+
+
+def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: float):
+    """(measurements, tables, figure, decisions of the best rollout, control replicates) of the
+    cross-fitted comparison of one model (see the module docstring)."""
+    tag, name = sub.tag, sub.name
+    cf = crossfit(data, seed=seed, perm=perm)
+    N, L = data.lambdas.shape
+    n = data.influence.shape[1]
+    dec, status, best = _judged(cf, level, -rounding)
+    why = fp_tol(0.0, f"the bound −{rounding:.2g} = −4(L n² + n)ε is the float64 rounding of a "
+                 "W1 difference: a smaller gap is no gap")  # fmt: skip
+    ms = [info(f"{tag}.crossfit.best", f"{best}: {what(best)} ({status[best]})",
+               label=f"{name}: the rollout judged (the best status, then the least W1)")]
+    for d in dec[best]:
+        key = f"{tag}.crossfit.w1_best_minus_{d.label}"
+        label = (f"{name}: upper end of the {100 * level:.3g}% jackknife interval of the "
+                 f"cross-fitted W1({best}) − W1({d.label}: {what(d.label)}), one parameter each")
+        if d.decision == INCONCLUSIVE:
+            ms.append(undecided(key, d.hi, f"the interval [{d.lo:.3g}, {d.hi:.3g}] contains 0: "
+                                f"{N} windows cannot tell them apart", label=label))  # fmt: skip
+        else:
+            ms.append(at_most(key, d.hi, -rounding, why, label=label))
+    ms += [info(f"{tag}.crossfit.verdict_{x}", s, label=f"{name}: {x} against every rival")
+           for x, s in status.items()]  # fmt: skip
+    prof, metric, resid, missed = library_reference(data, cf)
+    tol = 16 * L * n * n * _EPS
+    ms += [
+        at_most(f"{tag}.crossfit_vs_library", max(prof, metric), 0.0,
+                fp_tol(tol, f"float64 chains of L = {L} convex steps of n = {n}-term sums and "
+                       f"metrics summing n of them, in two implementations: 16 L n² ε = {tol:.2g}"),
+                label=f"{name}: max |crossfit − the library's recomputation| over the profiles, "
+                "fitted null parameters and metrics of both directions"),
+        at_most(f"{tag}.crossfit_fit_residual", resid, 0.0,
+                fp_tol(1e-9 * (n - 1) + tol * n,
+                       "the fit's own stopping rule 1e-9 (n − 1) plus the two rollouts' rounding"),
+                label=f"{name}: max |mean position of the library rollout at the fitted α on "
+                "the fitting half − that half's measured mean| (the fit is cross-fitted)"),
+        info(f"{tag}.crossfit.unmatched_fits", missed,
+             label=f"{name}: rollout or geometric fits that could not reach the measured mean"),
+    ]  # fmt: skip
+    diff = [[x, r.label, r.estimate, r.lo, r.hi, _BEATS[r.decision]]
+            for x, ds in dec.items() for r in ds]  # fmt: skip
+    halves = " | ".join(" ".join(map(str, h.tolist())) for h in cf.halves)
+    # fmt: off
+    tables = [
+        Table(f"{tag}.crossfit", f"{name}: every predictor with one fitted parameter, fitted on "
+              f"one half of the N = {N} windows and scored on the other, both directions "
+              f"averaged (jackknife {100 * REPORT_LEVEL:g}% t intervals, windows H₁ | H₂: "
+              f"{halves})", _COLUMNS, _rows(cf, what)),
+        Table(f"{tag}.crossfit_differences", f"{name}: cross-fitted W1(rollout) − W1(rival), "
+              f"{100 * level:.3g}% jackknife t intervals (Bonferroni over every rollout, rival "
+              "and model)", ["rollout", "rival", "W1 difference", "lo", "hi", "beats it"], diff),
+    ]
+    # fmt: on
+    mlp = getattr(data, "lambdas_mlp", None)
+    if mlp is not None:  # reported, not judged: λ with the MLP update in the denominator
+        cm = crossfit(data, lambdas=mlp, seed=seed, perm=perm)
+        dm, sm, bm = _judged(cm, level, -rounding)
+        tables += [
+            Table(f"{tag}.crossfit_mlp", f"{name}, λ with the MLP update counted: every "
+                  "predictor cross-fitted as above (reported, not judged)", _COLUMNS,
+                  _rows(cm, what)),
+            Table(f"{tag}.crossfit_mlp_differences", f"{name}, λ with the MLP update counted: "
+                  f"W1(rollout) − W1(rival), {100 * level:.3g}% intervals (best: {bm}, {sm[bm]})",
+                  ["rollout", "rival", "W1 difference", "lo", "hi", "beats it"],
+                  [[x, r.label, r.estimate, r.lo, r.hi, _BEATS[r.decision]]
+                   for x, ds in dm.items() for r in ds]),
+        ]  # fmt: skip
+    ctl = cf.metrics["w1"][CANDIDATES[best]] - cf.metrics["w1"]["a"]
+    return ms, tables, _figure(tag, name, cf, dec[best], best, what), dec[best], ctl
+
+
+def _figure(tag, name, cf, decs, best, what) -> Figure:
+    """The cross-fitted W1 and shape metric per predictor, the best rollout's differences, and
+    the profiles of the direction H₁ → H₂ against p̂ of H₂."""
+    keys = [ek for ek, k in REPORTED.items() if k in cf.keys]
+    x = np.arange(len(keys))
+    panels = []
+    for m, label in (("w1", "W1/(n−1)"), ("shape", "shape: centred W1/(n−1)")):
+        iv = np.array([cf.interval(m, REPORTED[k], REPORT_LEVEL) for k in keys])
+        err = [iv[:, 0] - iv[:, 2], iv[:, 3] - iv[:, 0]]
+        panels.append(Panel(f"cross-fitted {label}: " + ", ".join(f"{i} = {k}" for i, k in
+                                                                  enumerate(keys)),
+                            "predictor", label, [Series(label, x, iv[:, 0], "errorbar",
+                                                        yerr=err, color="measured")]))  # fmt: skip
+    d = np.array([[r.estimate, r.lo, r.hi] for r in decs])
+    err = [d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]]
+    diff = Series(f"{best} − rival", np.arange(len(decs)), d[:, 0], "errorbar", yerr=err,
+                  color=color(CANDIDATES[best]))
+    panels.append(Panel(f"W1({best}) − W1(rival), one parameter each: "
+                        + ", ".join(f"{i} = {r.label}" for i, r in enumerate(decs)), "rival",
+                        "W1 difference", [diff], hlines=[(0.0, "")]))  # fmt: skip
+    n = cf.measured.shape[1]
+    j = np.arange(n)
+    series = [Series("measured, H₂", j, cf.measured[0], color="measured")]
+    series += [Series(k, j, cf.profiles[REPORTED[k]][0], color=color(REPORTED[k]),
+                      style=line_style(REPORTED[k])) for k in keys]  # fmt: skip
+    panels.append(Panel("fitted on H₁, scored on H₂", "token position j", "p(j)", series,
+                        logy=True, legend="shared"))  # fmt: skip
+    return Figure(f"pb15_{tag}_crossfit", f"PB15 like for like, {name}: one fitted parameter "
+                  "per predictor, fitted on one half of the windows, scored on the other", panels)
