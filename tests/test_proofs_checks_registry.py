@@ -57,10 +57,10 @@ def test_verify_table_output(capsys):
     assert "PB13" in out and "HOLDS" in out
 
 
-def test_verify_report_opens_with_figures(tmp_path, capsys):
+def test_verify_report_shows_each_figure_with_its_claim(tmp_path, capsys):
     assert main(["verify", "PB9", "--out", str(tmp_path)]) == 0
     index = (tmp_path / "index.md").read_text()
-    assert index.index("## Figures") < index.index("## Verdicts")
+    assert index.index("## Verdicts") < index.index("### PB9") < index.index("figures/PB9-")
     (png,) = (tmp_path / "figures").glob("PB9-*.png")  # drawn by the report from the spec
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"figures/{png.name}" in index
     assert (tmp_path / "index.html").read_text().count("data:image/png;base64,") == 1

@@ -8,7 +8,6 @@ every format matplotlib writes.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from posflow.proofs_checks.cli._common import output_file
@@ -17,12 +16,13 @@ __all__ = ["PIPED_WIDTH", "console", "figure_file"]
 
 
 def console(*, stderr: bool = False):
-    """A rich Console: the terminal's width on a terminal; when piped (and ``$COLUMNS`` unset),
-    wide enough that no table cell is folded, so a log or ``| grep`` sees whole lines."""
+    """A rich Console: the terminal's width on a terminal; when piped, wide enough that no table
+    cell is folded (``$COLUMNS`` included, which rich would otherwise take), so a log or
+    ``| grep`` sees whole lines."""
     from rich.console import Console
 
     con = Console(stderr=stderr)
-    if not con.is_terminal and not os.environ.get("COLUMNS"):
+    if not con.is_terminal:
         con = Console(stderr=stderr, width=PIPED_WIDTH)
     return con
 
