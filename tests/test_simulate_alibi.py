@@ -442,6 +442,18 @@ def test_many_layers_broadcast_one_slope_and_default_to_uniform_weights():
     np.testing.assert_allclose(ks[0].dense(), A, rtol=0, atol=1e-14)
 
 
+
+def _one_on_device(xp, dev, where, args):
+    """``args`` with the one named by ``where`` moved to array_api_strict's ``dev`` (or, for
+    "backend"/"device", asked through keywords); returns (args, keywords, expected device)."""
+    kw = {}
+    if where in args:
+        args[where] = xp.asarray(args[where], dtype=xp.float64, device=dev)
+    else:
+        kw = {"backend": "array_api_strict", "device": dev if where == "device" else None}
+    return args, kw, dev if where != "backend" else xp.Device("CPU_DEVICE")
+
+
 @pytest.mark.parametrize("where", ["slopes", "content", "head_weights", "backend", "device"])
 def test_many_layers_follow_the_backend_and_device_of_any_argument(where):
     # array-api-strict's second device: an array of one argument, or backend=/device= given
@@ -450,13 +462,8 @@ def test_many_layers_follow_the_backend_and_device_of_any_argument(where):
     dev = xp.Device("device1")
     args = {"slopes": [0.4, -0.2], "content": [[1.0, -1.0], [0.0, 2.0]],
             "head_weights": [0.25, 0.75]}  # fmt: skip
-    kw = {}
-    if where in args:
-        args[where] = xp.asarray(args[where], dtype=xp.float64, device=dev)
-    else:
-        kw = {"backend": "array_api_strict", "device": dev if where == "device" else None}
+    args, kw, want = _one_on_device(xp, dev, where, args)
     ks = alibi_kernels(6, *args.values(), **kw)
-    want = dev if where != "backend" else xp.Device("CPU_DEVICE")
     p = np.random.default_rng(2).standard_normal(6)
     for K, c in zip(ks, ([1.0, -1.0], [0.0, 2.0]), strict=True):
         assert K.backend == "array_api_strict" and K.device == want
@@ -473,13 +480,8 @@ def test_one_kernel_follows_the_backend_and_device_of_any_argument(where):
     dev = xp.Device("device1")
     args = {"slopes": [0.4, -0.2, 0.0], "content": [1.0, -1.0, 3.0],
             "head_weights": [0.25, 0.5, 0.25]}  # fmt: skip
-    kw = {}
-    if where in args:
-        args[where] = xp.asarray(args[where], dtype=xp.float64, device=dev)
-    else:
-        kw = {"backend": "array_api_strict", "device": dev if where == "device" else None}
+    args, kw, want = _one_on_device(xp, dev, where, args)
     K = AlibiKernel(7, *args.values(), **kw)
-    want = dev if where != "backend" else xp.Device("CPU_DEVICE")
     assert K.backend == "array_api_strict" and K.device == want
     A = mp_kernel(7, [0.4, -0.2, 0.0], [1.0, -1.0, 3.0], [0.25, 0.5, 0.25])
     for got, ref in ((K.dense(), A), (K.diagonal(), np.diag(A)),
