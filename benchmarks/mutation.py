@@ -84,11 +84,20 @@ def _path(shard: str) -> str:
     return "posflow/" + shard.replace(".", "/") + ".py"
 
 
+def _copy_if_changed(src, dst) -> None:
+    """Copy ``src`` to ``dst`` only when their bytes differ, then with a fresh mtime: mutmut
+    regenerates a mutated file only when its source is newer, and a source whose mtime went back
+    (a checkout, a merge from a worktree) would otherwise leave a stale mutated copy."""
+    d = Path(dst)
+    if d.exists() and d.read_bytes() == Path(src).read_bytes():
+        return
+    shutil.copyfile(src, dst)
+
+
 def _copytree(src: Path, dst: Path) -> None:
-    """Copy ``src`` over ``dst`` keeping mtimes (mutmut reuses a mutated file that is newer than
-    its source, and mutmut's own copy keeps them too)."""
+    """Copy ``src`` over ``dst``, touching only the files whose contents changed."""
     ign = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", "*.egg-info")
-    shutil.copytree(src, dst, ignore=ign, dirs_exist_ok=True, copy_function=shutil.copy2)
+    shutil.copytree(src, dst, ignore=ign, dirs_exist_ok=True, copy_function=_copy_if_changed)
 
 
 def stage(shards: list[str]) -> None:

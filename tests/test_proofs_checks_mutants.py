@@ -28,13 +28,14 @@ def test_mutants_cover_the_breaks_the_issue_names():
 def test_mutant_is_killed(cid, name, monkeypatch):
     claim = get_claim(cid)
     base = _baseline(cid)
-    if cid == "PB15":
-        # PB15's SmolLM2 sub-verdict runs the same routines as its toy LM (the unmutated run
-        # above measures both); under a mutant only the toy is re-measured, to keep the suite
-        # inside its time budget. The kill must then come from a toy comparison.
-        from posflow.proofs_checks.claims import pb15_measured_lm as models_claims_pb15
+    if cid in ("PB15", "PB19"):
+        # PB15's and PB19's SmolLM2 sub-verdicts run the same routines as their toy LM (the
+        # unmutated run above measures both); under a mutant only the toy is re-measured, to
+        # keep the suite inside its time budget. The kill must then come from a toy comparison.
+        from posflow.proofs_checks.claims import pb15_measured_lm, pb19_layerwise
 
-        monkeypatch.setattr(models_claims_pb15, "_smollm2_installed", lambda: False)
+        module = pb15_measured_lm if cid == "PB15" else pb19_layerwise
+        monkeypatch.setattr(module, "_smollm2_installed", lambda: False)
     assert base.status != "ERROR", base.error
     (m,) = [m for m in mut.mutants_of(cid) if m.name == name]
     kill = mut.run_mutant(claim, m, Context(), base)

@@ -66,3 +66,67 @@ def test_w1_per_layer_and_the_geometric_null():
 def test_bad_input_names_the_rule(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+# -- layerwise_crossfit: entry t is crossfit on the layers t … L − 1 ----------------------------
+
+
+def _windows(seed=0, N=6, L=3, n=6):
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    A = np.stack([random_causal(rng, L, n) for _ in range(N)])
+    G = rng.random((N, L, n)) + 0.05
+    return SimpleNamespace(attention=A, lambdas=rng.uniform(0.1, 0.7, (N, L)),
+                           influence=rng.random((N, n)) + 0.05, content=rng.normal(0, 1, (N, L, 2)),
+                           values=A * rng.uniform(0.5, 2.0, A.shape), slopes=np.zeros(2),
+                           layer_influence=G / G.sum(axis=-1, keepdims=True))  # fmt: skip
+
+
+def test_layerwise_crossfit_entry_t_is_crossfit_of_the_top_layers():
+    """Entry t against crossfit on Windows sliced here (layers t…L−1, influence at layer t):
+    the same float64 operations, so equal to the last bit; only the asked rollouts and nulls."""
+    from posflow.simulate.models.crossfit import Windows, crossfit
+
+    data = _windows()
+    got = lw.layerwise_crossfit(data, rollouts=("b", "d"), seed=3)
+    assert len(got) == 3
+    for t, cf in enumerate(got):
+        ref = crossfit(Windows(data.attention[:, t:], data.lambdas[:, t:],
+                               data.layer_influence[:, t], data.values[:, t:]), seed=3,
+                       rollouts=("b", "d"))  # fmt: skip
+        assert cf.keys == ("b", "d", "geometric", "linear") == ref.keys
+        for m in cf.metrics:
+            for k in cf.metrics[m]:
+                np.testing.assert_array_equal(cf.metrics[m][k], ref.metrics[m][k])
+
+
+def test_layerwise_crossfit_with_lambdas_and_a_changed_top_layer():
+    """``lambdas`` replaces data.lambdas; the top entry depends on the top layer only."""
+    data = _windows(seed=1)
+    lam = np.full_like(data.lambdas, 0.3)
+    a = lw.layerwise_crossfit(data, rollouts=("b",), lambdas=lam)
+    data.attention[:, 0] = np.eye(6)  # layer 0 changed: the top entry cannot see it
+    b = lw.layerwise_crossfit(data, rollouts=("b",), lambdas=lam)
+    np.testing.assert_array_equal(a[-1].metrics["w1"]["b"], b[-1].metrics["w1"]["b"])
+    assert not np.array_equal(a[0].metrics["w1"]["b"], b[0].metrics["w1"]["b"])
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (lambda d: setattr(d, "layer_influence", None), "layer_influence=True"),
+    (lambda d: setattr(d, "layer_influence", d.layer_influence[:, :2]), r"shape \(N, L, n\)"),
+])  # fmt: skip
+def test_layerwise_crossfit_refuses_data_without_layer_influence(change, match):
+    data = _windows()
+    change(data)
+    with pytest.raises(ValueError, match=match):
+        lw.layerwise_crossfit(data)
+
+
+def test_crossfit_refuses_unknown_rollouts():
+    from posflow.simulate.models.crossfit import crossfit
+
+    data = _windows()
+    for bad in (("b", "z"), ()):
+        with pytest.raises(ValueError, match="rollouts must name some of"):
+            crossfit(data, rollouts=bad)

@@ -1,4 +1,4 @@
-"""The claims of [A] (PB1–PB18) and [B] (AT1–AT20): one module per claim family, named by its IDs.
+"""The claims of [A] (PB1–PB19) and [B] (AT1–AT20): one module per claim family, named by its IDs.
 
 Each module holds the checks of its claims (a function named after the ID, registered with
 :func:`posflow.proofs_checks.kit.register`), the mutants each check must catch and the
@@ -36,6 +36,8 @@ MODULES = (
     "pb17_refs",
     "pb17_figures",
     "pb18_continuum",
+    "pb19_layerwise",
+    "pb19_refs",
     "at01_characteristic",
     "at02_product_mean",
     "at02_product_mean_refs",

@@ -6,11 +6,11 @@ per-window measurements and judges PB15's statement from it: some residual-aware
 (:data:`CF_RIVALS`: the attention-only rollout (a) with one constant λ ≡ α, and the four nulls,
 one parameter each) in cross-fitted W1/(n − 1). Each comparison W1(x) − W1(rival) is decided by
 ``kit.decide`` from its delete-one-window jackknife t interval against the rounding bound −r
-(:func:`crossfit_decision`); a rollout's comparisons are joined by ``kit.combine``, and the
+(``kit.crossfit_decision``); a rollout's comparisons are joined by ``kit.combine``, and the
 model's verdict is that of its best rollout (HOLDS when one rollout beats every rival, FAILS when
 every rollout is beaten by some rival, else INCONCLUSIVE). Only the best rollout's comparisons
 are judged measurements; every comparison is in the table (the Bonferroni family counts them
-all). :func:`library_reference` recomputes both directions independently (the check's
+all). ``kit.crossfit_library_reference`` recomputes both directions independently (the check's
 comparison of ``crossfit`` with the library); λ with the MLP update counted is reported beside
 [A]'s λ when the measurement has it (``data.lambdas_mlp``).
 """
@@ -23,19 +23,20 @@ from posflow.proofs_checks.kit import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
-    Decision,
     Figure,
     Panel,
     Series,
     Table,
     at_most,
     combine,
+    crossfit_decision,
+    crossfit_library_reference,
     fp_tol,
     info,
-    rejects,
+    jackknife_controls,
     undecided,
 )
-from posflow.simulate.models.crossfit import crossfit, jackknife_interval
+from posflow.simulate.models.crossfit import crossfit
 from posflow.simulate.models.profiles import color, line_style
 
 __all__ = ["CANDIDATES", "CF_RIVALS", "crossfit_decision", "crossfit_evidence",
@@ -53,117 +54,7 @@ _EPS = float(np.finfo(np.float64).eps)
 REPORT_LEVEL = 0.95  # the reported metrics' intervals (the judged differences: family level)
 
 
-def crossfit_decision(label: str, replicates, level: float, bound: float) -> Decision:
-    """W1(x) − W1(rival) ≤ ``bound`` decided by ``kit.decide`` from the jackknife t interval of
-    the ``replicates`` (full sample first, then one per left-out window) at coverage ``level``."""
-    est, _, lo, hi = jackknife_interval(replicates, level)
-    return Decision(label, est, lo, hi, bound, "le", level)
-
-
-def jackknife_controls(d, level: float, bound: float) -> list:
-    """The jackknife judge on replicates moved to known-wrong places (3 interval widths above the
-    bound must FAIL, centred on it must be INCONCLUSIVE), and ``jackknife_interval`` against the
-    jackknife written out: √((G − 1)/G Σ (θ_(−g) − θ̄)²) times Student's t quantile."""
-    from scipy.stats import t as student_t
-
-    d = np.asarray(d, dtype=np.float64)
-    est, _, lo, hi = jackknife_interval(d, level)
-    w = max(hi - lo, 1e-6)
-    past = crossfit_decision("c", d - est + bound + 3 * w, level, bound)
-    straddle = crossfit_decision("c", d - est + bound, level, bound)
-    G = d.size - 1
-    se = np.sqrt(sum((x - d[1:].mean()) ** 2 for x in d[1:]) * (G - 1) / G)
-    q = student_t.ppf(1 - (1 - level) / 2, G - 1)
-    err = max(abs(lo - (d[0] - q * se)), abs(hi - (d[0] + q * se)))
-    return [
-        rejects("crossfit_control_past_bound", past.decision != FAILS,
-                "jackknife replicates 3 interval widths above the bound must FAIL"),
-        rejects("crossfit_control_straddling", straddle.decision != INCONCLUSIVE,
-                "jackknife replicates centred on the bound must be INCONCLUSIVE, not HOLD"),
-        at_most("jackknife_interval_vs_direct", float(err), 0.0,
-                fp_tol(1e-12 * max(1.0, abs(d[0]) + q * se),
-                       "the same float64 sums in another order: a few ε of the interval ends"),
-                label="|jackknife_interval − the jackknife t interval written out| (first "
-                "model, best rollout against (a))"),
-    ]  # fmt: skip
-
-
-# -- the independent reference ----------------------------------------------------------------
-
-
-def library_reference(data, cf, lambdas=None) -> tuple[float, float, float, int]:
-    """Both directions of ``cf`` recomputed from ``data`` without :mod:`~posflow.simulate.
-    models.crossfit`: halves pooled by plain means, kernels from the library
-    (``measured_kernels``, ``alibi_kernel``, ``value_norm_kernels``, ``sink_aware_kernels``,
-    ``uniform_kernel``), rollouts by ``posflow.simulate.rollout.influence`` at the reported
-    parameters, the nulls refitted by :mod:`posflow.simulate.nulls`, metrics by
-    ``posflow.simulate.compare`` and ``scipy.stats.wasserstein_distance``.
-
-    Returns (max profile gap, max metric gap, max fit residual |m(α) − μ̂_F| over the matched
-    rollout fits on the fitting half, number of fits that did not reach the mean).
-    """
-    from scipy.stats import wasserstein_distance
-
-    from posflow.simulate.compare import spearman, w1_normalised
-    from posflow.simulate.kernels import alibi_kernel, uniform_kernel
-    from posflow.simulate.models.measure import measured_kernels
-    from posflow.simulate.models.sinks import sink_aware_kernels, value_norm_kernels
-    from posflow.simulate.nulls import geometric_recency, linear_ramp, ramp_slope
-    from posflow.simulate.rollout import influence
-
-    lam_all = data.lambdas if lambdas is None else np.asarray(lambdas, dtype=np.float64)
-    n = data.influence.shape[1]
-    j = np.arange(n)
-
-    def side(h):
-        rows = np.flatnonzero(np.isin(np.arange(lam_all.shape[0]), h))
-        A = data.attention[rows].mean(0)
-        lam = np.clip(lam_all[rows].mean(0), 0.0, 1.0)
-        L, g = lam.size, data.influence[rows].mean(0)
-        full = np.ones(L)
-        ks = measured_kernels(A)
-        base = {"a": (ks, full), "b": (ks, lam), "e": (sink_aware_kernels(A), lam),
-                "uniform": (uniform_kernel(n), lam), "shuffled": (ks, lam[cf.perm])}  # fmt: skip
-        if "c" in cf.keys:
-            c = data.content[rows].mean(0)
-            kc = [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
-            base["c"], base["a_c"] = (kc, lam), (kc, full)
-        if "d" in cf.keys:
-            base["d"] = (value_norm_kernels(data.values[rows].mean(0)), lam)
-        return base, g / g.sum()
-
-    prof = resid = 0.0
-    missed = 0
-    both = {k: [] for k in cf.keys}
-    for d, (fit, score) in enumerate(((cf.halves[0], cf.halves[1]),
-                                      (cf.halves[1], cf.halves[0]))):  # fmt: skip
-        (kf, pf), (ks, ps) = side(fit), side(score)
-        mu = float(pf @ j)
-        for k in cf.keys:
-            x = float(cf.params[k][d])
-            if k in kf:
-                K, lam = ks[k]
-                ref = influence(K, np.clip(x * lam, 0.0, 1.0))
-                if cf.matched[k][d]:
-                    K, lam = kf[k]
-                    resid = max(resid, abs(influence(K, np.clip(x * lam, 0.0, 1.0)) @ j - mu))
-            elif k == "geometric":
-                ref, r = geometric_recency(n, mu)
-                prof = max(prof, abs(x / float(r) - 1.0))
-            else:
-                ref = linear_ramp(n, mu)
-                prof = max(prof, abs(x - float(ramp_slope(n, mu))))
-            missed += not bool(cf.matched[k][d]) and k not in ("linear",)
-            p = cf.profiles[k][d]
-            prof = max(prof, float(np.abs(p - ref).max()))
-            both[k].append((w1_normalised(p, ps), wasserstein_distance(j - p @ j, j - ps @ j, p,
-                                                                       ps) / (n - 1),
-                            spearman(p, ps), p[0], p[-1]))  # fmt: skip
-        prof = max(prof, float(np.abs(cf.measured[d] - ps).max()))
-    metric = max(abs(cf.metrics[m][k][0] - 0.5 * (both[k][0][i] + both[k][1][i]))
-                 for k in cf.keys for i, m in enumerate(("w1", "shape", "spearman", "first",
-                                                         "last")))  # fmt: skip
-    return prof, metric, resid, missed
+library_reference = crossfit_library_reference  # PB15's name for the kit's reference
 
 
 # -- the evidence of one model ----------------------------------------------------------------

@@ -31,10 +31,6 @@ it, not judged. The tables and figures are assembled in ``pb15_study`` and ``pb1
 from __future__ import annotations
 
 import functools
-import hashlib
-from dataclasses import dataclass
-
-import numpy as np
 
 from posflow.proofs_checks import kit
 from posflow.proofs_checks.claims import pb15_refs as R
@@ -66,8 +62,10 @@ from posflow.proofs_checks.kit import (
     family_level,
     info,
     register,
+    store_reference,
 )
 from posflow.simulate.models.profiles_bootstrap import bootstrap, measure_per_sequence
+from posflow.simulate.models.subjects import Subject, installed, smollm2_windows, toy_windows
 
 __all__ = ["pb15"]
 
@@ -78,72 +76,11 @@ ALPHA = 0.05  # family-wise level of the verdict
 # the measured models
 
 
-@dataclass
-class Subject:
-    """A measured model: ``tag`` keys its measurements, ``load()`` gives (model, ids, setup)."""
-
-    tag: str
-    name: str
-    load: object
-    bootstrap: int
-
-
-# Held-out windows by (max_bytes, corpus seed, valid_fraction, n, count, seed). A plain dict, not
-# a functools cache, on purpose: the mutants clear functools caches so that no result of mutated
-# code is reused, but these are bytes of the standard library, which no mutant touches, and
-# listing its ~13 000 files is most of a quick PB15 run. (A mutant of the corpus reader would
-# have to clear this dict.)
-_WINDOWS: dict[tuple, np.ndarray] = {}
-
-
-def _held_out(record: dict, n: int, count: int, seed: int) -> np.ndarray:
-    from posflow.simulate.models.corpus import load_corpus, windows
-
-    cfg = record["config"]
-    key = (cfg["max_bytes"], cfg["seed"], cfg["valid_fraction"], n, count, seed)
-    if key not in _WINDOWS:
-        corpus = load_corpus(max_bytes=cfg["max_bytes"], seed=cfg["seed"])
-        _WINDOWS[key] = windows(corpus.split(cfg["valid_fraction"])[1], n, count, seed=seed)
-    return _WINDOWS[key].copy()
-
-
-def _toy(preset: str, count: int, seed: int):
-    from posflow.simulate.models.train import PRESETS, cached_model
-
-    model, record, path = cached_model(preset)
-    n = int(record["config"]["seq_len"])  # the length it was trained at
-    ids = _held_out(record, n, count, seed)
-    loss = record.get("valid_loss")
-    weights = b"".join(t.detach().cpu().numpy().tobytes() for t in model.state_dict().values())
-    note = (
-        f"posflow '{preset}' ALiBi LM ({PRESETS[preset].note}; {path.name}, weights sha256 "
-        f"{hashlib.sha256(weights).hexdigest()[:12]}"
-        + (f", validation loss {loss:.3f} nats/byte" if loss is not None else "")
-        + f"), n = {n} (its training length), N = {count} held-out standard-library windows"
-    )
-    return model, ids, note
-
-
-def _smollm2(n: int, count: int, seed: int):
-    from posflow.simulate.models.corpus import windows
-    from posflow.simulate.models.english import english_text
-    from posflow.simulate.models.hub import load_pretrained
-
-    model, _, tok = load_pretrained("smollm2-135m")  # the stored study's text and windows
-    ids = windows(np.asarray(tok(english_text())["input_ids"]), n, count, seed=seed)
-    note = (
-        f"SmolLM2-135M-Instruct (Llama, RoPE, 30 layers), n = {n} (its context is 8192: a "
-        f"CPU-sized window, not its training length), N = {count} windows of pydoc_data.topics"
-    )
-    return model, ids, note
+_toy, _smollm2 = toy_windows, smollm2_windows  # the loaders (posflow.simulate.models.subjects)
 
 
 def _smollm2_installed() -> bool:
-    try:
-        from posflow.simulate.models.hub import installed_models
-    except ImportError:  # pragma: no cover - transformers missing
-        return False
-    return installed_models().get("smollm2-135m") is not None
+    return installed("smollm2-135m")
 
 
 # SmolLM2 sizes: quick is a smoke test the suite runs once per mutant (~1 s per sequence at
@@ -345,17 +282,7 @@ def write_reference(size: str = "quick"):
     ``python -m posflow.proofs_checks.claims.pb15_measured_lm``. The identity names the Bonferroni
     family (the toy LM's intervals depend on whether SmolLM2 is measured) and the toy LM's
     weights (a retrained toy LM is another identity)."""
-    import json
-    from pathlib import Path
-
-    path = Path(__file__).parent / "references" / R.REFERENCE
-    out = json.loads(path.read_text()) if path.is_file() else {}
-    at = out.setdefault(size, {})
-    for p, (ident, vals) in parts(Context(size=size)).items():
-        kept = [r for r in at.get(p, []) if r["identity"] != ident]
-        at[p] = [*kept, {"identity": ident, "values": vals}]
-    path.write_text(json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-    return path
+    return store_reference(R.REFERENCE, parts(Context(size=size)), size)
 
 
 if __name__ == "__main__":  # pragma: no cover - the documented command

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from importlib import resources
 
 import numpy as np
@@ -34,6 +33,11 @@ from posflow.proofs_checks.kit import (
     info,
     rejects,
 )
+from posflow.proofs_checks.kit import flatten as flatten  # re-exported: PB15's name
+from posflow.proofs_checks.kit import load_reference as kit_load_reference
+from posflow.proofs_checks.kit import plain_influence as kit_plain_influence
+from posflow.proofs_checks.kit import regression as regression  # re-exported: PB15's name
+from posflow.proofs_checks.kit import regression_measurements as kit_regression_measurements
 from posflow.simulate.models.profiles import percentile_interval
 
 REFERENCE = "pb15.json"
@@ -128,76 +132,17 @@ def decision_controls(d, level: float, bound: float) -> list:
     ]  # fmt: skip
 
 
-# -- regression against the stored reference ----------------------------------------------------
-def _num(v):
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def flatten(ms, tables) -> dict:
-    """Every number of the measurements ``ms`` and the ``tables`` as ``{name: float}``, but the
-    errors against plain torch (``*_vs_plain_torch``: float32 noise of another code path, ~1e-5
-    and moving between runs, judged on their own) and the jackknife Spearman ρ of the
-    cross-fitted tables (columns with "ρ"): a near-tie of p̂ swapped by float32 noise moves one
-    replicate's ρ by ~6/n², and the t interval's ends by ~1e-3, beyond LIVE_TOL."""
-    out = {m.key: float(m.value) for m in ms if _num(m.value) and "vs_plain_torch" not in m.key}
-    for t in tables:
-        rank = ".crossfit" in t.key
-        for i, row in enumerate(t.rows):
-            for j, v in enumerate(row):
-                if _num(v) and not (rank and "ρ" in t.columns[j]):
-                    out[f"{t.key}[{i}][{t.columns[j]}#{j}]"] = float(v)
-    return out
-
-
-def _deviation(v, r, floor: float) -> float:
-    if v is None or r is None:
-        return math.inf
-    if math.isnan(r) or math.isnan(v):
-        return 0.0 if math.isnan(r) and math.isnan(v) else math.inf
-    return abs(v - r) / max(abs(r), floor)
-
-
-def regression(key: str, values: dict, ref: dict, tol: float, reason: str, what: str,
-               floor: float = 1e-2) -> list:
-    """Max relative deviation of ``values`` from ``ref`` over every name of either (missing on
-    one side: inf) ≤ ``tol``; and how many numbers were compared."""
-    devs = {k: _deviation(values.get(k), ref.get(k), floor) for k in sorted({*values, *ref})}
-    worst = max(devs, key=devs.get) if devs else ""
-    shown = f"{worst}: {values.get(worst)!r} vs {ref.get(worst)!r}" if worst else "none"
-    return [
-        at_most(key, devs.get(worst, math.inf), 0.0, fp_tol(tol, reason),
-                label=f"max relative deviation of {what} from the stored reference (worst: "
-                f"{shown})"),
-        info(f"{key}_count", len(devs), label=f"numbers compared by {key}"),
-    ]  # fmt: skip
-
-
+# -- regression against the stored reference (kit's, on references/pb15.json) ------------------
 def load_reference() -> dict:
-    p = resources.files("posflow.proofs_checks.claims").joinpath("references", REFERENCE)
-    return json.loads(p.read_text()) if p.is_file() else {}
+    """PB15's stored reference numbers (``references/pb15.json``; empty when absent)."""
+    return kit_load_reference(REFERENCE)
 
 
 def regression_measurements(part: str, identity: str, values: dict, size: str, tol, reason,
                             what: str) -> list:
-    """``part`` (a model tag or "smollm2_study") against its stored reference at ``size``,
-    compared only when the reference was made from the same ``identity``; with a negative
-    control (one reference number moved by 10× the tolerance)."""
-    refs = load_reference().get(size, {}).get(part, [])
-    ref = next((r for r in refs if r["identity"] == identity), None)
-    key = f"{part}.regression_vs_reference"
-    if ref is None:
-        have = "; ".join(repr(r["identity"]) for r in refs) or "none"
-        return [info(key, f"not compared: no stored reference of this run ({identity!r}); "
-                     f"stored: {have}")]  # fmt: skip
-    vals = ref["values"]
-    name = next(k for k, v in vals.items() if abs(v) >= 1e-2)  # not below regression's floor
-    moved = {**vals, name: vals[name] * (1 + 10 * tol)}
-    return [
-        *regression(key, values, vals, tol, reason, what),
-        rejects(f"{part}.regression_control_one_number_moved",
-                regression("c", values, moved, tol, reason, what)[0],
-                f"the reference's {name} moved by 10× the tolerance"),
-    ]
+    """``kit.regression_measurements`` on PB15's reference file."""
+    return kit_regression_measurements(part, identity, values, size, tol, reason, what,
+                                       REFERENCE)
 
 
 # -- mutant wrappers (registered in pb15_measured_lm) ---------------------------------------
@@ -219,6 +164,9 @@ def influence_is_attention(original):
             p = influence(m.kernels(), np.ones(m.num_layers))
             m.influence_raw = p * m.influence_raw.sum()
             m.influence = p
+            if m.influence_per_sequence is not None:  # each window's own, when kept
+                g = m.influence_per_sequence
+                m.influence_per_sequence = p[None] * g.sum(axis=1, keepdims=True)
         return m
 
     return measure
@@ -260,30 +208,8 @@ PLAIN_REASON = (
 
 
 def plain_influence(model, ids) -> np.ndarray:
-    """‖∂p*/∂e_j‖₂ of one window ``ids`` (n,) by plain torch autograd: e = the embedding layer's
-    output (``get_input_embeddings()``, or ``tok_emb`` of posflow's LM), the model run on e
-    (``inputs_embeds=`` / ``embeds=``), p* = max softmax of the last position's logits."""
-    import torch
-
-    x = torch.as_tensor(np.asarray(ids)).reshape(1, -1)
-    hf = hasattr(model, "get_input_embeddings")
-    flags = [p.requires_grad for p in model.parameters()]
-    training = model.training
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    try:
-        e = (model.get_input_embeddings() if hf else model.tok_emb)(x).detach()
-        e.requires_grad_(True)
-        out = model(inputs_embeds=e) if hf else model(embeds=e)
-        logits = out.logits if hasattr(out, "logits") else out
-        top = torch.softmax(logits[0, -1].to(torch.float32), dim=-1).max()
-        (g,) = torch.autograd.grad(top, e)
-    finally:
-        for p, f in zip(model.parameters(), flags, strict=True):
-            p.requires_grad_(f)
-        model.train(training)
-    return g[0].double().norm(dim=-1).numpy()
+    """‖∂p*/∂e_j‖₂ of one window ``ids`` (n,) by plain torch autograd (``kit.plain_influence``)."""
+    return kit_plain_influence(model, ids)
 
 
 def influence_vs_plain(tag: str, name: str, model, ids, measured) -> object:

@@ -27,9 +27,11 @@ from posflow.proofs_checks.kit import (
     Decision,
     at_least,
     at_most,
+    deviation,
     fp_tol,
     holds,
     info,
+    regression,
     rejects,
     undecided,
 )
@@ -165,7 +167,7 @@ def direct_checks(r: dict, seed: int, confidence: float, resamples: int, store, 
     ref_lo, ref_hi = np.quantile(boot, a, axis=0), np.quantile(boot, 1 - a, axis=0)
     curve_err = max(np.abs(lp.mean - x.sum(0) / C).max(), np.abs(lp.lo - ref_lo).max(),
                     np.abs(lp.hi - ref_hi).max())  # fmt: skip
-    rho_err = max(_deviation(float(v[1]), _spearman_direct(x.mean(0), v[0]), 1.0)
+    rho_err = max(deviation(float(v[1]), _spearman_direct(x.mean(0), v[0]), 1.0)
                   for v in r["rhos"].values())  # NaN (a constant profile) must match NaN
     prof, rho_lo = r["rhos"][best][0], r["rhos"][best][2]
     rows = [spearmanr(b, prof).statistic for b in boot]
@@ -196,29 +198,6 @@ def direct_checks(r: dict, seed: int, confidence: float, resamples: int, store, 
 
 
 # -- regression against the stored reference ---------------------------------------------------
-def _deviation(v, r, floor: float) -> float:
-    if isinstance(r, float) and isinstance(v, float):
-        if math.isnan(r) or math.isnan(v):
-            return 0.0 if math.isnan(r) and math.isnan(v) else math.inf
-        return abs(v - r) / max(abs(r), floor)
-    return 0.0 if v == r else math.inf
-
-
-def regression(key: str, values: dict, ref: dict, tol: float, reason: str, *, floor=1e-2,
-               what: str = "every reported number") -> list:
-    """Max relative deviation (``floor`` for values near 0) of ``values`` from ``ref`` over
-    every name of either (missing on one side: inf) ≤ ``tol``, and the count compared."""
-    devs = {k: _deviation(values.get(k), ref.get(k), floor) for k in sorted({*values, *ref})}
-    worst = max(devs, key=devs.get) if devs else ""
-    shown = f"{worst}: {values.get(worst)!r} vs {ref.get(worst)!r}" if worst else "none"
-    return [
-        at_most(key, devs.get(worst, math.inf), 0.0, fp_tol(tol, reason),
-                label=f"max relative deviation of {what} from the stored reference (worst: "
-                f"{shown})"),
-        info(f"{key}_count", len(devs), label=f"numbers compared by {key}"),
-    ]  # fmt: skip
-
-
 def reference_values(res: dict, model) -> dict:
     """Every number PB17 reports, flattened: per K the curves, the line masses of the judged
     profile, ρ with its interval for every profile; and the model's identity."""

@@ -34,6 +34,14 @@ module                      what it holds
 ``_styles``                 one colour and label per attention scheme
 ``_quiet``                  :func:`quiet` checks and the scalar log / max that keep −inf and
                             NaN (a broken rollout fails a comparison instead of raising)
+``_jackknife``              the jackknife judge of cross-fitted comparisons
+                            (:func:`crossfit_decision`), its negative controls and the library
+                            recomputation of a cross-fit (PB15, PB19)
+``_regression``             every reported number against stored reference values
+                            (:func:`regression_measurements`, ``claims/references/*.json``,
+                            written by :func:`store_reference`)
+``_plain_torch``            gradient influence by plain torch autograd (:func:`plain_influence`),
+                            the reference of the measuring hooks
 ``_u_test``                  the U test of PB11 and PB14 (:func:`valley`, :func:`is_u`,
                             :data:`U_MIN_DEPTH`, :data:`U_END_MARGIN`)
 ``_inputs``, ``_examples``  random causal kernels for checks; Hypothesis example helpers
@@ -123,6 +131,11 @@ from posflow.proofs_checks.kit._figures import (
     save,
 )
 from posflow.proofs_checks.kit._inputs import random_alibi, random_causal, random_layers
+from posflow.proofs_checks.kit._jackknife import (
+    crossfit_decision,
+    crossfit_library_reference,
+    jackknife_controls,
+)
 from posflow.proofs_checks.kit._lock import (
     Expectation,
     expectation,
@@ -142,6 +155,7 @@ from posflow.proofs_checks.kit._mutants import (
     mutated,
 )
 from posflow.proofs_checks.kit._optional import no_torch, optional_torch
+from posflow.proofs_checks.kit._plain_torch import plain_influence
 from posflow.proofs_checks.kit._quiet import nan_max, quiet, quiet_log
 from posflow.proofs_checks.kit._registry import (
     ERROR,
@@ -159,6 +173,14 @@ from posflow.proofs_checks.kit._registry import (
     select,
     timing_label,
     verify,
+)
+from posflow.proofs_checks.kit._regression import (
+    deviation,
+    flatten,
+    load_reference,
+    regression,
+    regression_measurements,
+    store_reference,
 )
 from posflow.proofs_checks.kit._report import (
     TIMING_NOTE,
@@ -260,8 +282,11 @@ __all__ = [
     "combine",
     "constant_result",
     "counting",
+    "crossfit_decision",
+    "crossfit_library_reference",
     "decide",
     "describe",
+    "deviation",
     "exact_tol",
     "examples",
     "expectation",
@@ -270,6 +295,7 @@ __all__ = [
     "family_level",
     "family_reason",
     "figure_suffixes",
+    "flatten",
     "fp_tol",
     "get_claim",
     "get_relaxation",
@@ -277,10 +303,12 @@ __all__ = [
     "holds",
     "info",
     "is_u",
+    "jackknife_controls",
     "jsonable",
     "kill_table",
     "leaky_residual_step",
     "load_record",
+    "load_reference",
     "lock_mismatches",
     "loglog_slope",
     "loose_is_u",
@@ -294,6 +322,7 @@ __all__ = [
     "optional_torch",
     "param_tol",
     "plain",
+    "plain_influence",
     "plot_profile",
     "plot_profiles",
     "provenance",
@@ -304,6 +333,8 @@ __all__ = [
     "random_layers",
     "records",
     "register",
+    "regression",
+    "regression_measurements",
     "rejects",
     "relaxations_of",
     "render",
@@ -320,6 +351,7 @@ __all__ = [
     "sensitivity",
     "sensitivity_grid",
     "stat_tol",
+    "store_reference",
     "swapped_residual_weights",
     "timing_label",
     "to_markdown",

@@ -5,7 +5,9 @@ on the attention output a_t (per-token ratios; with ``lambdas="both"`` also hook
 update m_t), and either hooks on the attention probabilities, values and q·k (hand adapters)
 or one route from the recording attention function (adapters on transformers' attention
 interface, which also reports each layer's mask, hence its sliding window); it accumulates
-float64 running sums in query-position chunks.
+float64 running sums in query-position chunks. With ``want["per_sequence"] = N`` it also keeps
+each sequence's own head-mean attention, value-norm weights, q·k sums and block-input gradient
+norms (the batch's rows written at ``at``, the index of its first sequence).
 """
 
 from __future__ import annotations
@@ -69,6 +71,13 @@ class _Recorder:
         self.vnk = torch.zeros(L, n, n, **acc) if want.get("value_norms") else None
         self.vn: list[torch.Tensor | None] = [None] * L  # (B, H, n) ‖W_O^h v_j^h‖ of the batch
         self.layer_grad = torch.zeros(L, n, **acc) if want.get("layer_influence") else None
+        Ns = want.get("per_sequence") or 0  # per-sequence stores, sequence first; None when off
+        self.attn_seq = torch.zeros(Ns, L, n, n, **acc) if Ns and want["attention"] else None
+        self.vnk_seq = torch.zeros(Ns, L, n, n, **acc) if Ns and self.vnk is not None else None
+        self.qk_seq = torch.zeros(Ns, L, H, 2, **acc) if Ns and want["qk"] else None
+        grads = Ns and self.layer_grad is not None
+        self.grad_seq = torch.zeros(Ns, L, n, **acc) if grads else None
+        self.at = 0  # index of the current batch's first sequence in the per-sequence stores
         self.live: list[torch.Tensor | None] = [None] * L  # block inputs kept for their gradient
         self.ratios: list[list[torch.Tensor]] = [[] for _ in range(L)]
         self.mlp_ratios: list[list[torch.Tensor]] = [[] for _ in range(L)]
@@ -79,26 +88,45 @@ class _Recorder:
         self.x: list[torch.Tensor | None] = [None] * L
         self.handles = []
 
-    def _add(self, acc, t, scores_rows, mean_heads=False):
+    def _add(self, acc, t, scores_rows, mean_heads=False, each=None):
         """acc[t, :, i0:i1] += Σ_batch rows(i0, i1) (rows (B, H, c, n)); with ``mean_heads``
-        the head mean is taken first (in the rows' precision, float32 or better)."""
+        the head mean is taken first (in the rows' precision, float32 or better); ``each``
+        (N, L, n, n) receives every sequence's head mean rows."""
         for i0 in range(0, self.n, self.chunk):
             i1 = min(self.n, i0 + self.chunk)
             r = scores_rows(i0, i1)
-            if mean_heads:
-                r = r.to(torch.promote_types(r.dtype, torch.float32)).mean(1, keepdim=True)
+            if mean_heads or each is not None:
+                hm = r.to(torch.promote_types(r.dtype, torch.float32)).mean(1, keepdim=True)
+                r = hm if mean_heads else r
             acc[t, :, i0:i1] += r.to(torch.float64).sum(0)
+            if each is not None:
+                each[self.at : self.at + r.shape[0], t, i0:i1] = hm[:, 0].to(torch.float64)
 
     def _qk_sums_from_vectors(self, t, q, k):
         """Diagonal and strictly-lower sums of q kᵀ from q, k (B, H, n, d) in O(n·d)."""
         q, k = q.double(), k.double()
         below = torch.cumsum(k, dim=2) - k  # Σ_{j<i} k_j
+        if self.qk_seq is not None:
+            self._qk_sums_each(t, (q * k).sum(dim=(2, 3)), (q * below).sum(dim=(2, 3)))
+            return
         self.qk_sums[t, :, 0] += (q * k).sum(dim=(0, 2, 3))
         self.qk_sums[t, :, 1] += (q * below).sum(dim=(0, 2, 3))
+
+    def _qk_sums_each(self, t, diag, lower):
+        """Store each sequence's sums (B, H) and add them to the batch total."""
+        B = diag.shape[0]
+        self.qk_seq[self.at : self.at + B, t, :, 0] = diag
+        self.qk_seq[self.at : self.at + B, t, :, 1] = lower
+        self.qk_sums[t, :, 0] += diag.sum(0)
+        self.qk_sums[t, :, 1] += lower.sum(0)
 
     def _qk_sums_from_scores(self, t, s):
         """The same sums from a score tensor s (B, H, n, n)."""
         s = s.double()
+        if self.qk_seq is not None:
+            diag = torch.diagonal(s, dim1=-2, dim2=-1).sum(dim=2)
+            self._qk_sums_each(t, diag, torch.tril(s, -1).sum(dim=(2, 3)))
+            return
         self.qk_sums[t, :, 0] += torch.diagonal(s, dim1=-2, dim2=-1).sum(dim=(0, 2))
         self.qk_sums[t, :, 1] += torch.tril(s, -1).sum(dim=(0, 2, 3))
 
@@ -165,7 +193,10 @@ class _Recorder:
         for t, x in enumerate(self.live):
             if x is None or x.grad is None:
                 raise ValueError(f"layer {t}: no gradient reached the block input")
-            self.layer_grad[t] += x.grad.double().norm(dim=-1).sum(0)
+            g = x.grad.double().norm(dim=-1)  # (B, n)
+            self.layer_grad[t] += g.sum(0)
+            if self.grad_seq is not None:
+                self.grad_seq[self.at : self.at + g.shape[0], t] = g
         self.live = [None] * len(self.live)
 
     def _value_norms(self, t, v, W):
@@ -265,7 +296,7 @@ class _Recorder:
     def _take_probs(self, t, p):
         """Accumulate probabilities p (B, H, n, n) and, with value norms, Σ_h α_ij^h ‖W_O v‖."""
         if self.attn is not None:
-            self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1], not self.heads)
+            self._add(self.attn, t, lambda i0, i1: p[:, :, i0:i1], not self.heads, self.attn_seq)
         if self.vnk is not None:
             vn = self.vn[t]
             if vn is None or vn.shape != p.shape[:3]:
@@ -274,8 +305,13 @@ class _Recorder:
             vf = vn.to(dt)
             for i0 in range(0, self.n, self.chunk):  # Σ_b Σ_h α_ij^h ‖W_O^h v_j^h‖
                 i1 = min(self.n, i0 + self.chunk)
-                w = torch.einsum("bhij,bhj->ij", p[:, :, i0:i1].to(dt), vf)
-                self.vnk[t, i0:i1] += w.to(torch.float64)
+                if self.vnk_seq is None:
+                    w = torch.einsum("bhij,bhj->ij", p[:, :, i0:i1].to(dt), vf)
+                    self.vnk[t, i0:i1] += w.to(torch.float64)
+                    continue
+                w = torch.einsum("bhij,bhj->bij", p[:, :, i0:i1].to(dt), vf).to(torch.float64)
+                self.vnk_seq[self.at : self.at + w.shape[0], t, i0:i1] = w
+                self.vnk[t, i0:i1] += w.sum(0)
             self.vn[t] = None
 
     def _qk_pre(self, t, fn):

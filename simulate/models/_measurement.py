@@ -41,6 +41,11 @@ class Measurement:
     lambda_mlp_per_sequence: np.ndarray | None = None  # (N, L)
     windows: tuple | None = None  # (L,): keys a query sees, or None (every earlier key);
     # None as a whole for interface families measured without attention, q·k or value norms
+    # measure(..., per_sequence=True): each sequence's own statistics, sequence first
+    attention_per_sequence: np.ndarray | None = None  # (N, L, n, n), head mean
+    value_weights_per_sequence: np.ndarray | None = None  # (N, L, n, n)
+    qk_sums_per_sequence: np.ndarray | None = None  # (N, L, H, 2), as qk_sums
+    layer_influence_per_sequence: np.ndarray | None = None  # (N, L, n) ‖∂p*/∂x_t[j]‖, raw
 
     def bootstrap_influence(self, reps: int = 1000, seed: int = 0) -> np.ndarray:
         """Influence profiles of ``reps`` bootstrap resamples of the sequences, (reps, n).
@@ -76,10 +81,25 @@ class Measurement:
             return content_scores(self.qk, d_head=self.d_head if scale == "sqrt_d" else None)
         if self.qk_sums is None:
             raise ValueError("q·k was not measured; call measure(..., qk=True)")
+        return self._content_of_sums(self.qk_sums, scale)
+
+    def content_per_sequence(self, scale: str = "sqrt_d") -> tuple[np.ndarray, np.ndarray]:
+        """Each sequence's content (b, c), each (N, L, H), from its own q·k sums; row s is
+        ``measure(model, input_ids[s:s+1]).content(scale)`` (needs ``per_sequence=True``)."""
+        if scale not in ("sqrt_d", "raw"):
+            raise ValueError(f"scale must be 'sqrt_d' or 'raw'; got {scale!r}")
+        if self.qk_sums_per_sequence is None:
+            raise ValueError(
+                "q·k was not measured per sequence; call measure(..., qk=..., per_sequence=True)"
+            )
+        return self._content_of_sums(self.qk_sums_per_sequence, scale)
+
+    def _content_of_sums(self, sums, scale):
+        """b = Σ_{j<i} S_ij / (n(n−1)/2), c = Σ_i S_ii / n − b from sums (..., 2)."""
         s = np.sqrt(self.d_head) if scale == "sqrt_d" else 1.0
         n = self.n
-        b = self.qk_sums[..., 1] / (n * (n - 1) / 2) / s
-        return b, self.qk_sums[..., 0] / n / s - b
+        b = sums[..., 1] / (n * (n - 1) / 2) / s
+        return b, sums[..., 0] / n / s - b
 
 
 def content_scores(qk_mean, *, d_head: int | None = None) -> tuple[np.ndarray, np.ndarray]:

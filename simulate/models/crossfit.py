@@ -207,8 +207,9 @@ def _content_kernel(n: int, slopes, content) -> np.ndarray:
     return (e / e.sum(axis=-1, keepdims=True)).mean(axis=0)
 
 
-def _kernels(P: dict, slopes, perm) -> dict:
-    """``{key: (kernels (L, n, n), base λ (L,))}`` of every rollout the pooled ``P`` allows."""
+def _kernels(P: dict, slopes, perm, rollouts=None) -> dict:
+    """``{key: (kernels (L, n, n), base λ (L,))}`` of every rollout the pooled ``P`` allows (of
+    those named in ``rollouts``, when given)."""
     A, lam = P["A"], P["lambdas"]
     L, n = lam.size, A.shape[-1]
     ones = np.ones(L)
@@ -224,7 +225,7 @@ def _kernels(P: dict, slopes, perm) -> dict:
         out["c"], out["a_c"] = (K, lam), (K, ones)
     if "V" in P:
         out["d"] = (P["V"], lam)
-    return out
+    return out if rollouts is None else {k: v for k, v in out.items() if k in rollouts}
 
 
 def _metrics(p, q) -> dict:
@@ -255,12 +256,12 @@ def _direction(fit: dict, score: dict) -> dict:
     return out
 
 
-def _one(w: Windows, halves, perm) -> tuple[dict, dict]:
+def _one(w: Windows, halves, perm, rollouts=None) -> tuple[dict, dict]:
     """Both directions on the row sets ``halves``: (metrics, full detail of each direction)."""
     sides = []
     for rows in halves:
         P = _pool(w, rows)
-        sides.append({"P": P, "K": _kernels(P, w.slopes, perm)})
+        sides.append({"P": P, "K": _kernels(P, w.slopes, perm, rollouts)})
     got = [_direction(sides[0], sides[1]), _direction(sides[1], sides[0])]
     q = [sides[1]["P"]["measured"], sides[0]["P"]["measured"]]  # scored on H₂, then H₁
     keys = list(got[0])
@@ -274,8 +275,8 @@ def _one(w: Windows, halves, perm) -> tuple[dict, dict]:
     return out, {"got": got, "measured": q}
 
 
-def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0,
-             perm=None) -> CrossFit:  # fmt: skip
+def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, perm=None,
+             rollouts=None) -> CrossFit:  # fmt: skip
     """Cross-fitted, one-parameter-each comparison of every predictor with the measured influence.
 
     Parameters
@@ -295,6 +296,9 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0,
         the shuffled null's derangement (``[seed, 15]``, as PB15's bootstrap).
     perm : array_like of int, shape (L,), optional
         Layer t of the shuffled null takes λ of layer perm[t].
+    rollouts : iterable of str, optional
+        Only these rollouts of :data:`ROLLOUT_KEYS` (default: all the data allows); the
+        ``geometric`` and ``linear`` nulls are always fitted.
 
     Returns
     -------
@@ -309,9 +313,17 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0,
 
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0; got {seed!r}")
+    if rollouts is not None:
+        rollouts = tuple(rollouts)
+        bad = [k for k in rollouts if k not in ROLLOUT_KEYS]
+        if bad or not rollouts:
+            raise ValueError(f"rollouts must name some of {ROLLOUT_KEYS}; got {rollouts!r}")
     w = data if isinstance(data, Windows) else Windows.of(data)
+    keep_v = rollouts is None or "d" in rollouts  # pool only what the rollouts asked for use
+    keep_c = rollouts is None or bool({"c", "a_c"} & set(rollouts))
     w = _checked(Windows(w.attention, w.lambdas if lambdas is None else lambdas, w.influence,
-                         w.values, w.content, w.slopes, w.weights))  # fmt: skip
+                         w.values if keep_v else None, w.content if keep_c else None,
+                         w.slopes if keep_c else None, w.weights))  # fmt: skip
     N, L = w.lambdas.shape
     labels = np.arange(N) if groups is None else np.asarray(groups)
     if labels.shape != (N,) or labels.dtype.kind not in "iu":
@@ -335,8 +347,8 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0,
     def rows(keep_groups, drop=None):
         return np.flatnonzero(np.isin(labels, keep_groups) & (labels != drop))
 
-    full, detail = _one(w, [rows(h) for h in halves], perm)
-    reps = [full] + [_one(w, [rows(h, g) for h in halves], perm)[0] for g in uniq]
+    full, detail = _one(w, [rows(h) for h in halves], perm, rollouts)
+    reps = [full] + [_one(w, [rows(h, g) for h in halves], perm, rollouts)[0] for g in uniq]
     metrics = {m: {k: np.array([r[m][k] for r in reps]) for k in full[m]} for m in full}
     got = detail["got"]
     keys = tuple(k for k in KEYS if k in got[0])

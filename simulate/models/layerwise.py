@@ -11,7 +11,11 @@ predicts the influence at that layer's input, :math:`\\lVert \\partial p^* / \\p
 t says where along depth the prediction breaks. :func:`layerwise_profiles` computes every p_t in
 one vector chain from the top (O(L·n²) through the kernels' ``apply_left``, no matrix product);
 :func:`layerwise_w1` scores each against the measured profile of its layer and against the
-geometric-recency null fitted to that layer's mean position.
+geometric-recency null fitted to that layer's mean position (in sample, no parameter for the
+rollout). :func:`layerwise_crossfit` is the like-for-like version claim PB19 judges: at each
+layer t, :func:`posflow.simulate.models.crossfit.crossfit` on the layers t … L − 1 against the
+influence at layer t's input — the rollout with one fitted α (λ_s → clip(α λ_s)), the nulls with
+one fitted parameter each, fitted on one half of the windows and scored on the other.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 from posflow.simulate.backend import to_numpy
 from posflow.simulate.kernels import dense_kernel
 
-__all__ = ["layerwise_profiles", "layerwise_w1"]
+__all__ = ["layerwise_crossfit", "layerwise_profiles", "layerwise_w1"]
 
 
 def layerwise_profiles(kernels, lambdas) -> np.ndarray:
@@ -100,3 +104,54 @@ def layerwise_w1(profiles, measured) -> dict[str, np.ndarray]:
         "geometric": np.array([w1_normalised(q, g) for q, g in zip(geo, G, strict=True)]),
         "mean_position": mean,
     }
+
+
+def layerwise_crossfit(data, *, rollouts=("b", "e"), seed: int = 0, lambdas=None) -> list:
+    """The cross-fitted comparison of every layer's rollout with its input's influence.
+
+    Parameters
+    ----------
+    data : PerSequence (or an object with its fields)
+        Per-window measurements with ``layer_influence`` of shape (N, L, n)
+        (:func:`~posflow.simulate.models.profiles_bootstrap.measure_per_sequence` with
+        ``layer_influence=True``).
+    rollouts : iterable of str
+        The rollouts compared (keys of :data:`~posflow.simulate.models.crossfit.ROLLOUT_KEYS`);
+        the geometric and linear nulls are always fitted.
+    seed : int
+        Seeds the split into halves (the same split at every layer) and the shuffled null's
+        derangement of the L − t layers (when ``"shuffled"`` is among the rollouts).
+    lambdas : array_like, shape (N, L), optional
+        λ in place of ``data.lambdas`` (e.g. with the MLP update counted).
+
+    Returns
+    -------
+    list of L :class:`~posflow.simulate.models.crossfit.CrossFit`
+        Entry t compares the rollouts through layers t … L − 1 (measured kernels, λ, content
+        and value weights of those layers) with the influence at layer t's input; entry 0 is
+        the comparison with the input embeddings' influence up to that normalisation. Cost:
+        Σ_t (L − t)/L of one full-depth :func:`~posflow.simulate.models.crossfit.crossfit`.
+    """
+    from posflow.simulate.models.crossfit import Windows, crossfit
+
+    G = getattr(data, "layer_influence", None)
+    if G is None:
+        raise ValueError("data must carry layer_influence (N, L, n): measure with "
+                         "layer_influence=True")  # fmt: skip
+    G = np.asarray(G, dtype=np.float64)
+    lam = np.asarray(data.lambdas if lambdas is None else lambdas, dtype=np.float64)
+    if G.ndim != 3 or G.shape[:2] != lam.shape:
+        raise ValueError(f"layer_influence must have shape (N, L, n) = {(*lam.shape, 'n')}; "
+                         f"got {G.shape}")  # fmt: skip
+    L = lam.shape[1]
+
+    def cut(x, t):
+        return None if x is None else np.asarray(x)[:, t:]
+
+    out = []
+    for t in range(L):
+        w = Windows(np.asarray(data.attention)[:, t:], lam[:, t:], G[:, t],
+                    cut(getattr(data, "values", None), t), cut(getattr(data, "content", None), t),
+                    getattr(data, "slopes", None))  # fmt: skip
+        out.append(crossfit(w, seed=seed, rollouts=rollouts))
+    return out

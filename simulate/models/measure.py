@@ -35,6 +35,13 @@ Memory: sequences run in batches (``batch_size``), the (L, H, n, n) sums are acc
 float64 in query-position chunks (``chunk`` rows at a time), one layer at a time, so the peak
 is the model's own activations for one batch plus 2·L·H·n² float64 accumulators (2.4 GB for a
 125M-parameter GPT-2 at n = 1024; ``attention=False``/``qk=False`` drop them).
+
+Per sequence (``per_sequence=True``): the same batched passes also keep every sequence's own
+head-mean attention and value-norm weights (N, L, n, n), q·k sums (N, L, H, 2) and block-input
+gradient norms (N, L, n), each equal to what a one-sequence measurement of that sequence gives
+(2·N·L·n² float64 more; 16 MB each for SmolLM2-135M at N = 16, n = 64). This is how
+:func:`~posflow.simulate.models.profiles_bootstrap.measure_per_sequence` measures a window set
+in one call instead of one call per window.
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ def measure(
     value_norms=False,
     layer_influence=False,
     heads=True,
+    per_sequence=False,
 ) -> Measurement:
     """Measure λ_t, mean attention, mean raw q·k and gradient influence (claims PB15, PB16).
 
@@ -124,6 +132,14 @@ def measure(
     layer_influence : bool
         With ``influence``: also the gradient norm at every block input,
         ``‖∂p*/∂x_t[j]‖`` (L, n), averaged over sequences and normalised per layer.
+    per_sequence : bool
+        Also keep each sequence's own statistics (``*_per_sequence`` fields of
+        :class:`Measurement`): head-mean attention (N, L, n, n) with ``attention``, value-norm
+        weights (N, L, n, n) with ``value_norms``, q·k sums (N, L, H, 2) with ``qk`` (content
+        per sequence by :meth:`Measurement.content_per_sequence`), raw gradient norms at the
+        block inputs (N, L, n) with ``layer_influence``. Row s equals the corresponding field
+        of ``measure(model, input_ids[s:s+1])`` (for the attention, its head mean); the
+        dataset means are unchanged. ValueError when they would not fit in memory.
 
     Returns
     -------
@@ -144,6 +160,8 @@ def measure(
     device = next(model.parameters()).device
     if layer_influence and not influence:
         raise ValueError("layer_influence needs influence=True (it is a gradient)")
+    if not isinstance(per_sequence, bool):
+        raise TypeError(f"per_sequence must be True or False; got {per_sequence!r}")
     want = {
         "lambdas": lambdas,
         "attention": attention,
@@ -151,6 +169,7 @@ def measure(
         "value_norms": value_norms,
         "layer_influence": layer_influence,
         "heads": bool(heads),
+        "per_sequence": N if per_sequence else 0,
     }
     if not (isinstance(lambdas, bool) or lambdas == "both"):
         raise ValueError(f"lambdas must be True, False or 'both'; got {lambdas!r}")
@@ -159,6 +178,9 @@ def measure(
     copies = (int(bool(attention)) if heads else 0) + int(qk is True)
     if device.type == "cpu" and copies:
         ensure_fits((L, H, n, n), "the attention/q·k accumulators", copies=copies)
+    each = int(bool(attention)) + int(bool(value_norms))
+    if per_sequence and each:  # the results end up in host memory whatever the device
+        ensure_fits((N, L, n, n), "the per-sequence attention/value-norm weights", copies=each)
     B = _auto_batch(N, L, H, n, influence) if batch_size is None else batch_size
     if isinstance(B, bool) or not isinstance(B, int) or B < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
@@ -185,6 +207,7 @@ def measure(
         with progress_of(N, "measuring sequences", enabled=bool(progress), every=10.0) as bar:
             for s in range(0, N, B):
                 batch = ids[s : s + B].to(device)
+                rec.at = s
                 with torch.set_grad_enabled(bool(influence)):
                     logits = _forward_logits(model, batch)
                     if influence:
@@ -260,7 +283,15 @@ def measure(
         lambdas_mlp_std=mlp[1],
         lambda_mlp_per_sequence=mlp[2],
         windows=tuple(rec.windows) if rec.masks_seen or not adapter.interface else None,
+        attention_per_sequence=_numpy(rec.attn_seq),
+        value_weights_per_sequence=_numpy(rec.vnk_seq),
+        qk_sums_per_sequence=_numpy(rec.qk_seq),
+        layer_influence_per_sequence=_numpy(rec.grad_seq),
     )
+
+
+def _numpy(x):
+    return None if x is None else x.cpu().numpy()
 
 
 def _only(model, input_ids, what, **kw) -> Measurement:

@@ -1,9 +1,10 @@
 """The per-sequence bootstrap of every profile of :mod:`posflow.simulate.models.profiles` (PB15).
 
-A model is measured one sequence at a time (:func:`measure_per_sequence`); a bootstrap replicate
-is a weight vector w over the N sequences (w = 1/N for the full sample, multinomial counts / N
-for a resample), and everything is resampled together: kernels A = Σ_s w_s A_s, value weights,
-λ, content and the measured influence, and the nulls are refitted to each replicate's p̂.
+Each sequence is measured as if alone (:func:`measure_per_sequence`, one batched measurement);
+a bootstrap replicate is a weight vector w over the N sequences (w = 1/N for the full sample,
+multinomial counts / N for a resample), and everything is resampled together: kernels
+A = Σ_s w_s A_s, value weights, λ, content and the measured influence, and the nulls are refitted
+to each replicate's p̂.
 :func:`batched_rollouts` runs all replicates at once by an implementation independent of
 :mod:`posflow.simulate.rollout`; :func:`bootstrap` checks it on the full sample against the
 library (:func:`posflow.simulate.models.profiles.rollout_profiles`).
@@ -37,22 +38,61 @@ class PerSequence:
     influence: np.ndarray  # (N, n), ‖∂p*/∂e_j‖ of each sequence
     slopes: np.ndarray  # (H,) ALiBi slopes in logit units (zeros without ALiBi)
     values: np.ndarray  # (N, L, n, n), Σ_h α_ij^h ‖W_O^h v_j^h‖ (value-norm weights)
+    layer_influence: np.ndarray | None = None  # (N, L, n) ‖∂p*/∂x_t[j]‖, rows sum to 1
+    lambdas_mlp: np.ndarray | None = None  # (N, L) λ_t with the MLP update counted
 
 
-def measure_per_sequence(model, ids) -> PerSequence:
-    """:func:`~posflow.simulate.models.measure.measure` on each row of ``ids`` (N, n) alone."""
+def measure_per_sequence(model, ids, *, layer_influence: bool = False,
+                         lambdas_mlp: bool = False, batch_size=None) -> PerSequence:  # fmt: skip
+    """Each row of ``ids`` (N, n) measured as if alone, by one batched measurement (PB15, PB19).
+
+    One :func:`~posflow.simulate.models.measure.measure` call with ``per_sequence=True``
+    (``value_norms=True, heads=False, qk="summary"``): every field equals what a call on
+    ``ids[s:s+1]`` alone gives for sequence s (the head mean of its attention, its value-norm
+    weights, λ_t, [A]'s content c from its q·k sums, its ‖∂p*/∂e_j‖), at the cost of batched
+    passes instead of one pass per sequence.
+
+    Parameters
+    ----------
+    model : posflow LM or supported Hugging Face causal LM (eager attention)
+    ids : array_like or LongTensor, shape (N, n)
+    layer_influence : bool
+        Also each sequence's gradient norm at every block input, ‖∂p*/∂x_t[j]‖, (N, L, n),
+        rows normalised per layer and sequence (claim PB19).
+    lambdas_mlp : bool
+        Also each sequence's λ_t with the MLP update in the denominator (``lambdas="both"``).
+    batch_size : int, optional
+        Sequences per pass (default: :func:`measure`'s automatic size).
+
+    Returns
+    -------
+    PerSequence
+
+    Raises ValueError as :func:`measure` does, and when a sequence's p* does not depend on its
+    embeddings (its influence sums to zero or is not finite).
+    """
     from posflow.simulate.models.measure import measure
 
-    A, lam, c, g, V, slopes = [], [], [], [], [], None
-    for s in range(ids.shape[0]):
-        m = measure(model, ids[s : s + 1], value_norms=True, heads=False, qk="summary")
-        A.append(m.attention.mean(axis=1).astype(np.float64))
-        V.append(m.value_weights)
-        lam.append(m.lambdas)
-        c.append(m.content("sqrt_d")[1])
-        g.append(m.influence_raw)
-        slopes = np.zeros(m.num_heads) if m.slopes is None else np.asarray(m.slopes, float)
-    return PerSequence(np.stack(A), np.stack(lam), np.stack(c), np.stack(g), slopes, np.stack(V))
+    m = measure(model, ids, value_norms=True, heads=False, qk="summary", per_sequence=True,
+                layer_influence=bool(layer_influence), batch_size=batch_size,
+                lambdas="both" if lambdas_mlp else True)  # fmt: skip
+    g = m.influence_per_sequence
+    total = g.sum(axis=1)
+    bad = np.flatnonzero(~(np.isfinite(total) & (total > 0)))
+    if bad.size:
+        raise ValueError(
+            f"gradient influence of sequence {int(bad[0])} is zero or not finite: p* does not "
+            "depend on the input embeddings"
+        )
+    G = None
+    if layer_influence:
+        G = m.layer_influence_per_sequence
+        G = G / G.sum(axis=2, keepdims=True)
+    slopes = np.zeros(m.num_heads) if m.slopes is None else np.asarray(m.slopes, float)
+    return PerSequence(m.attention_per_sequence, m.lambda_per_sequence,
+                       m.content_per_sequence("sqrt_d")[1], g, slopes,
+                       m.value_weights_per_sequence, G,
+                       m.lambda_mlp_per_sequence if lambdas_mlp else None)  # fmt: skip
 
 
 def _library(data: PerSequence, w: np.ndarray, perm: np.ndarray) -> tuple[dict, np.ndarray]:

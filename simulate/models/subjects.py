@@ -1,0 +1,110 @@
+"""The measured models of claims PB15 and PB19, each with its held-out windows.
+
+A loader returns ``(model, ids, note)``: the model (eval mode, its own dtype), the token windows
+``ids`` (N, n) and one line naming the model, its weights and the windows.
+
+* :func:`toy_windows` — posflow's trained ALiBi LM (:func:`~posflow.simulate.models.train.
+  cached_model`) at the length it was trained at, on held-out standard-library windows;
+* :func:`smollm2_windows` — SmolLM2-135M-Instruct on windows of ``pydoc_data.topics`` (no <bos>:
+  its tokenizer adds none);
+* :func:`gemma3_windows` — Gemma 3 270M on the same text, each window starting with <bos> (its
+  tokenizer's convention, :data:`posflow.simulate.models.study.BOS`);
+* :func:`installed` — whether a model of :mod:`~posflow.simulate.models.hub` is in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Subject", "gemma3_windows", "installed", "smollm2_windows", "toy_windows"]
+
+
+@dataclass
+class Subject:
+    """A measured model: ``tag`` keys its measurements, ``load()`` gives (model, ids, note);
+    ``bootstrap`` is the number of resamples a claim draws for it (0: none)."""
+
+    tag: str
+    name: str
+    load: object
+    bootstrap: int = 0
+
+
+# Held-out windows by (max_bytes, corpus seed, valid_fraction, n, count, seed). A plain dict, not
+# a functools cache, on purpose: the mutants clear functools caches so that no result of mutated
+# code is reused, but these are bytes of the standard library, which no mutant touches, and
+# listing its ~13 000 files is most of a quick PB15 run. (A mutant of the corpus reader would
+# have to clear this dict.)
+_WINDOWS: dict[tuple, np.ndarray] = {}
+
+
+def _held_out(record: dict, n: int, count: int, seed: int) -> np.ndarray:
+    from posflow.simulate.models.corpus import load_corpus, windows
+
+    cfg = record["config"]
+    key = (cfg["max_bytes"], cfg["seed"], cfg["valid_fraction"], n, count, seed)
+    if key not in _WINDOWS:
+        corpus = load_corpus(max_bytes=cfg["max_bytes"], seed=cfg["seed"])
+        _WINDOWS[key] = windows(corpus.split(cfg["valid_fraction"])[1], n, count, seed=seed)
+    return _WINDOWS[key].copy()
+
+
+def toy_windows(preset: str, count: int, seed: int):
+    """posflow's ``preset`` ALiBi LM with ``count`` held-out windows at its training length."""
+    from posflow.simulate.models.train import PRESETS, cached_model
+
+    model, record, path = cached_model(preset)
+    n = int(record["config"]["seq_len"])  # the length it was trained at
+    ids = _held_out(record, n, count, seed)
+    loss = record.get("valid_loss")
+    weights = b"".join(t.detach().cpu().numpy().tobytes() for t in model.state_dict().values())
+    note = (
+        f"posflow '{preset}' ALiBi LM ({PRESETS[preset].note}; {path.name}, weights sha256 "
+        f"{hashlib.sha256(weights).hexdigest()[:12]}"
+        + (f", validation loss {loss:.3f} nats/byte" if loss is not None else "")
+        + f"), n = {n} (its training length), N = {count} held-out standard-library windows"
+    )
+    return model, ids, note
+
+
+def smollm2_windows(n: int, count: int, seed: int):
+    """SmolLM2-135M with ``count`` windows of n tokens of ``pydoc_data.topics``."""
+    from posflow.simulate.models.corpus import windows
+    from posflow.simulate.models.english import english_text
+    from posflow.simulate.models.hub import load_pretrained
+
+    model, _, tok = load_pretrained("smollm2-135m")  # the stored study's text and windows
+    ids = windows(np.asarray(tok(english_text())["input_ids"]), n, count, seed=seed)
+    note = (
+        f"SmolLM2-135M-Instruct (Llama, RoPE, 30 layers), n = {n} (its context is 8192: a "
+        f"CPU-sized window, not its training length), N = {count} windows of pydoc_data.topics"
+    )
+    return model, ids, note
+
+
+def gemma3_windows(n: int, count: int, seed: int):
+    """Gemma 3 270M with ``count`` windows of ``pydoc_data.topics``: <bos>, then n − 1 tokens."""
+    from posflow.simulate.models.corpus import windows
+    from posflow.simulate.models.english import english_text
+    from posflow.simulate.models.hub import load_pretrained
+
+    model, _, tok = load_pretrained("gemma3-270m")
+    text = np.asarray(tok(english_text(), add_special_tokens=False)["input_ids"])
+    ids = windows(text, n, count, seed=seed)
+    ids = np.concatenate([np.full((count, 1), tok.bos_token_id), ids[:, :-1]], axis=1)
+    note = (f"Gemma 3 270M (18 layers, 15 sliding-window layers of 512 and 3 global), n = {n}, "
+            f"N = {count} windows of pydoc_data.topics, each with <bos> first (its tokenizer's "
+            "convention)")  # fmt: skip
+    return model, ids, note
+
+
+def installed(key: str) -> bool:
+    """Whether ``posflow models install <key>`` has put the model in the user cache."""
+    try:
+        from posflow.simulate.models.hub import installed_models
+    except ImportError:  # pragma: no cover - transformers missing
+        return False
+    return installed_models().get(key) is not None

@@ -1,0 +1,68 @@
+"""kit._jackknife: the cross-fitted judge, its negative controls and the library recomputation."""
+
+import numpy as np
+import pytest
+from scipy.stats import t as student_t
+
+from posflow.proofs_checks.kit import (
+    FAILS,
+    HOLDS,
+    INCONCLUSIVE,
+    crossfit_decision,
+    crossfit_library_reference,
+    jackknife_controls,
+)
+
+
+def _replicates(est, spread, G=10, seed=0):
+    return np.concatenate([[est], est + spread * np.random.default_rng(seed).standard_normal(G)])
+
+
+def test_decision_is_the_jackknife_t_interval_written_out():
+    d = _replicates(-0.2, 0.01)
+    G = d.size - 1
+    se = np.sqrt((G - 1) / G * ((d[1:] - d[1:].mean()) ** 2).sum())
+    q = student_t.ppf(0.995, G - 1)
+    dec = crossfit_decision("x", d, 0.99, 0.0)
+    assert (dec.lo, dec.hi) == pytest.approx((d[0] - q * se, d[0] + q * se), abs=1e-14)
+    assert dec.decision == HOLDS and dec.label == "x"
+
+
+@pytest.mark.parametrize(("est", "spread", "want"), [
+    (-0.3, 0.01, HOLDS), (0.3, 0.01, FAILS), (0.0, 0.05, INCONCLUSIVE),
+    (-0.001, 0.05, INCONCLUSIVE),
+])  # fmt: skip
+def test_decision_cases(est, spread, want):
+    assert crossfit_decision("x", _replicates(est, spread), 0.99, 0.0).decision == want
+
+
+def test_controls_pass_on_the_judge_and_catch_a_loosened_one(monkeypatch):
+    from posflow.proofs_checks.kit import _jackknife as J
+
+    d = _replicates(-0.2, 0.02)
+    assert all(m.passed for m in jackknife_controls(d, 0.99, 0.0))
+    orig = J.crossfit_decision
+
+    def loose(label, replicates, level, bound):  # the interval collapsed onto its estimate
+        dec = orig(label, replicates, level, bound)
+        dec.lo = dec.hi = dec.estimate
+        return dec
+
+    monkeypatch.setattr(J, "crossfit_decision", loose)
+    assert not all(m.passed for m in jackknife_controls(d, 0.99, 0.0))
+
+
+def test_library_reference_agrees_with_crossfit():
+    from types import SimpleNamespace
+
+    from posflow.simulate.models.crossfit import crossfit
+
+    rng = np.random.default_rng(3)
+    N, L, n = 6, 2, 5
+    A = np.tril(rng.random((N, L, n, n)) + 0.05)
+    A /= A.sum(axis=-1, keepdims=True)
+    data = SimpleNamespace(attention=A, lambdas=rng.uniform(0.2, 0.8, (N, L)),
+                           influence=rng.random((N, n)) + 0.05, content=rng.normal(0, 1, (N, L, 2)),
+                           values=A, slopes=np.zeros(2))  # fmt: skip
+    prof, metric, resid, _ = crossfit_library_reference(data, crossfit(data))
+    assert max(prof, metric) < 1e-12 and resid < 1e-6

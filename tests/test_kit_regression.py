@@ -1,0 +1,59 @@
+"""kit._regression: every reported number against stored reference values."""
+
+import math
+
+import pytest
+
+from posflow.proofs_checks.kit import (
+    Table,
+    flatten,
+    info,
+    load_reference,
+    regression,
+    regression_measurements,
+)
+
+
+def test_flatten_keeps_numbers_and_drops_plain_torch_gaps_and_crossfit_rank_columns():
+    ms = [info("a", 1.5), info("b", "text"), info("c.vs_plain_torch", 1e-6), info("d", True)]
+    tables = [Table("t.crossfit", "", ["x", "ρ lo", "name"], [[1.0, 0.3, "k"]]),
+              Table("t.other", "", ["x", "ρ lo"], [[2.0, 0.4]])]  # fmt: skip
+    assert flatten(ms, tables) == {"a": 1.5, "t.crossfit[0][x#0]": 1.0,
+                                   "t.other[0][x#0]": 2.0, "t.other[0][ρ lo#1]": 0.4}
+
+
+@pytest.mark.parametrize(("values", "ok"), [
+    ({"a": 1.0, "b": 2.0}, True),
+    ({"a": 1.0, "b": 2.0 * (1 + 5e-5)}, True),
+    ({"a": 1.0, "b": 2.0 * (1 + 2e-4)}, False),
+    ({"a": 1.0}, False),  # one missing: inf
+    ({"a": 1.0, "b": 2.0, "c": 3.0}, False),  # one new: inf
+    ({"a": 1.0, "b": math.nan}, False),
+])  # fmt: skip
+def test_regression_relative_deviation(values, ok):
+    m = regression("k", values, {"a": 1.0, "b": 2.0}, 1e-4, "why", "what")
+    assert m[0].passed is ok and m[1].value == len({*values, "a", "b"})
+
+
+def test_regression_floor_and_matching_nan():
+    assert regression("k", {"a": 1e-7}, {"a": 2e-7}, 1e-4, "r", "w")[0].passed  # below the floor
+    assert regression("k", {"a": math.nan}, {"a": math.nan}, 1e-4, "r", "w")[0].passed
+
+
+def test_regression_measurements_compare_by_identity_with_a_control(monkeypatch):
+    from posflow.proofs_checks.kit import _regression as G
+
+    stored = {"quick": {"p": [{"identity": "id-1", "values": {"a": 1.0, "b": 0.5}}]}}
+    monkeypatch.setattr(G, "load_reference", lambda name: stored if name == "x.json" else {})
+    ms = regression_measurements("p", "id-1", {"a": 1.0, "b": 0.5}, "quick", 1e-4, "r", "w",
+                                 "x.json")  # fmt: skip
+    assert [m.key for m in ms] == ["p.regression_vs_reference", "p.regression_vs_reference_count",
+                                   "p.regression_control_one_number_moved"]  # fmt: skip
+    assert all(m.passed is not False for m in ms)
+    other = regression_measurements("p", "id-2", {"a": 1.0}, "quick", 1e-4, "r", "w", "x.json")
+    assert len(other) == 1 and "not compared" in other[0].value and "id-1" in other[0].value
+
+
+def test_load_reference_reads_the_packaged_files():
+    assert "quick" in load_reference("pb15.json") and "quick" in load_reference("pb19.json")
+    assert load_reference("no-such-file.json") == {}
