@@ -112,7 +112,7 @@ def subjects(ctx: Context) -> list[Subject]:
 def _model_evidence(sub: Subject, ctx: Context, family: int, cf_family: int):
     """Measure one model; judge the cross-fitted comparison; bootstrap the in-sample one."""
     model, ids, note = sub.load()
-    data = measure_per_sequence(model, ids)
+    data = measure_per_sequence(model, ids, lambdas_mlp=True)
     plain = [R.influence_vs_plain(sub.tag, sub.name, model, ids[0], data.influence[0]),
              *R.lambdas_vs_plain(sub.tag, sub.name, model, ids[0], data.lambdas[0])]
     N, L = data.lambdas.shape
