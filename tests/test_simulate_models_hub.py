@@ -46,6 +46,23 @@ def test_a_checkpoint_folder_loads_with_the_same_weights(tmp_path):
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=1e-6)
 
 
+
+def test_a_checkpoint_is_loaded_once_per_process_unless_asked(tmp_path):
+    """The same folder, dtype and attention give the same object; another dtype, cache=False or
+    a rewritten config.json give a fresh one."""
+    import os
+
+    tiny_llama(tmp_path / "ck")
+    a = hub.load_pretrained(tmp_path / "ck")
+    assert hub.load_pretrained(tmp_path / "ck")[0] is a[0]
+    assert hub.load_pretrained(tmp_path / "ck", dtype="float64")[0] is not a[0]
+    assert hub.load_pretrained(tmp_path / "ck", cache=False)[0] is not a[0]
+    cfg = tmp_path / "ck" / "config.json"
+    st = cfg.stat()
+    os.utime(cfg, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert hub.load_pretrained(tmp_path / "ck")[0] is not a[0]
+
+
 def test_bad_specs_name_the_rule(tmp_path, cache):
     with pytest.raises(ValueError, match="posflow models install smollm2-135m"):
         hub.load_pretrained("smollm2-135m")

@@ -313,7 +313,14 @@ def _model_type(folder: Path, spec: str) -> str:
     return config["model_type"]
 
 
-def load_pretrained(spec, *, dtype="float32", attention="eager"):
+# Models loaded in this process, by (checkpoint folder, its config.json mtime, dtype, attention):
+# every claim that measures a model (PB15, PB17, PB19) gets the same object instead of reading
+# and building it again (7–9 s for SmolLM2 from a cold disk). A plain dict, not a functools
+# cache: weights are data, which no mutant of posflow's code touches.
+_LOADED: dict[tuple, tuple] = {}
+
+
+def load_pretrained(spec, *, dtype="float32", attention="eager", cache=True):
     """Load a pretrained causal LM: ``(model, model_type, tokenizer or None)`` (claim PB15).
 
     Parameters
@@ -326,6 +333,11 @@ def load_pretrained(spec, *, dtype="float32", attention="eager"):
     attention : {"eager", "sdpa"}
         The attention implementation: "eager" returns the probabilities (mean attention,
         value-norm kernels); "sdpa" is faster and enough for λ_t, q·k and gradient influence.
+    cache : bool
+        Return the model this process already loaded from the same checkpoint folder (same
+        config.json mtime, dtype and attention) — the same object, so callers must leave it as
+        they found it (``measure`` restores flags and hooks) — and keep a new one for later
+        calls. False: always a fresh model. ``.gguf`` files are converted afresh every time.
 
     The model is in evaluation mode. Raises ValueError naming the spec
     when it is not installed (with the install command), not a causal LM checkpoint, or of an
@@ -353,6 +365,9 @@ def load_pretrained(spec, *, dtype="float32", attention="eager"):
                 "Face checkpoint directory with config.json, nor a .gguf file"
             )
     kind = _model_type(folder, text)
+    key = (str(folder.resolve()), (folder / "config.json").stat().st_mtime_ns, dtype, attention)
+    if cache and key in _LOADED:
+        return _LOADED[key]
     dtype = _torch_dtype(dtype)
     with _quiet_transformers() as tf:
         try:
@@ -368,7 +383,10 @@ def load_pretrained(spec, *, dtype="float32", attention="eager"):
             if type(exc).__module__.split(".")[0] not in ("tokenizers", "safetensors"):
                 raise
             raise _unloadable(text, folder, exc) from exc
-    return model.eval(), kind, tok
+    out = (model.eval(), kind, tok)
+    if cache:
+        _LOADED[key] = out
+    return out
 
 
 def _safetensor_error():
