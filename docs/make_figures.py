@@ -24,6 +24,7 @@ WANTED = {
     "far_mass.png": ("AT19", None),
     "extrapolation.png": ("AT20", None),
     "smollm2.png": ("PB15", "pb15_smollm2_study"),
+    "gemma3.png": ("PB15", "pb15_gemma3_study"),
     "layerwise.png": ("PB19", "pb19_smollm2_layerwise"),
 }
 

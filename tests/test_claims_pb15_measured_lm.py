@@ -204,8 +204,10 @@ def test_pb15_verdict_follows_the_intervals(tiny_quick):
     assert len(ev.figures[0].panels) == 3 and len(ev.figures[1].panels) == 4
     from posflow.simulate.models.study import stored_study
 
-    if stored_study() is not None:  # the stored SmolLM2 study is shown beside it
-        assert names == ["pb15_toy", "pb15_toy_crossfit", "pb15_smollm2_study"]
+    if stored_study() is not None:  # the stored studies are shown beside it
+        assert names == ["pb15_toy", "pb15_toy_crossfit", "pb15_smollm2_study",
+                         "pb15_gemma3_study"]  # fmt: skip
+        assert ev["gemma3_study_readable"].passed and ev["gemma3_study.best_vs_direct"].passed
 
 
 def test_without_torch_pb15_is_inconclusive(monkeypatch):

@@ -195,7 +195,7 @@ def pb15(ctx: Context) -> Evidence:
     ms, tables, figs, notes, family, parts, ctl, extra = _collect(ctx)
     ms += R.decision_controls(*ctl[0]) + jackknife_controls(*ctl[1])
     for part, (identity, values) in parts.items():
-        study = part == "smollm2_study"
+        study = part in R.STUDIES
         tol, why = (R.STUDY_TOL, R.STUDY_REASON) if study else (R.LIVE_TOL, R.LIVE_REASON)
         what = "every number of the stored study's tables" if study else (
             f"every number PB15 reports of {part} (measurements and tables)")
@@ -236,16 +236,17 @@ def _collect(ctx: Context):
         figs += f
         notes.append(note)
         ctl = ctl or c
-    store, readable = R.load_study()
-    ms.append(readable)
     extra = ""
-    if store is not None:
-        m, t, f, extra = study_evidence(store)
-        parts["smollm2_study"] = (store["setup"]["command"], R.flatten(m, t))
-        ms += [*m, R.best_vs_direct(store)]
-        tables += t
-        figs += f
-        extra = " " + extra
+    for tag, (_, name) in R.STUDIES.items():  # the stored studies, every model
+        store, readable = R.load_study(tag)
+        ms.append(readable)
+        if store is not None:
+            m, t, f, more = study_evidence(store, tag, name)
+            parts[tag] = (store["setup"]["command"], R.flatten(m, t))
+            ms += [*m, R.best_vs_direct(store, tag)]
+            tables += t
+            figs += f
+            extra += " " + more
     return ms, tables, figs, notes, (cf_family, family), parts, ctl, extra
 
 

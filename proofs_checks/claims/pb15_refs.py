@@ -1,8 +1,8 @@
 """PB15's references: the stored study it reads, the decision rule's negative controls, direct
 recomputations and the regression against stored reference values (claim PB15).
 
-- :func:`load_study` reads the packaged SmolLM2 study; a missing or unreadable file is a failing
-  measurement naming its path (never a silent omission).
+- :func:`load_study` reads a packaged study (SmolLM2, Gemma 3); a missing or unreadable file is
+  a failing measurement naming its path (never a silent omission).
 - :func:`rival_decision` is PB15's judge of one rival (its percentile interval decided by
   ``kit.decide``); :func:`decision_controls` runs it on replicates wrong by construction.
 - :func:`regression` compares every reported number with ``references/pb15.json``, written
@@ -54,31 +54,36 @@ LIVE_REASON = (
 )
 
 
-def study_file():
-    """The packaged stored study (``posflow.simulate`` / ``study.STORE``)."""
-    from posflow.simulate.models.study import STORE
-
-    return resources.files("posflow.simulate").joinpath(STORE)
+# the stored studies PB15 shows: evidence tag -> (model key, display name)
+STUDIES = {"smollm2_study": ("smollm2-135m", "SmolLM2"), "gemma3_study": ("gemma3-270m", "Gemma 3")}
 
 
-def load_study():
-    """(store, measurement): the stored study and ``stored_study_readable``, failing and naming
-    the path when the file is missing, not JSON or holds no runs (store None then)."""
+def study_file(model: str = "smollm2-135m"):
+    """The packaged stored study of ``model`` (``posflow.simulate`` / ``study.STORES``)."""
+    from posflow.simulate.models.study import STORES
+
+    return resources.files("posflow.simulate").joinpath(STORES[model])
+
+
+def load_study(tag: str = "smollm2_study"):
+    """(store, measurement): the stored study of :data:`STUDIES` ``tag`` and ``<tag>_readable``,
+    failing and naming the path when the file is missing, not JSON or holds no runs (store None
+    then)."""
     from posflow.simulate.models.study import best_profile
 
-    f = study_file()
+    model, name = STUDIES[tag]
+    f = study_file(model)
+    key = "stored_study_readable" if tag == "smollm2_study" else f"{tag}_readable"
     try:
         store = json.loads(f.read_text())
         best_profile(store)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        return None, holds("stored_study_readable", False,
-                           label=f"the stored SmolLM2 study {f} is readable "
+        return None, holds(key, False, label=f"the stored {name} study {f} is readable "
                            f"({type(e).__name__}: {e})")  # fmt: skip
-    return store, holds("stored_study_readable", True,
-                        label=f"the stored SmolLM2 study {f} is readable")  # fmt: skip
+    return store, holds(key, True, label=f"the stored {name} study {f} is readable")
 
 
-def best_vs_direct(store: dict):
+def best_vs_direct(store: dict, tag: str = "smollm2_study"):
     """``best_profile`` against a direct loop over the stored W1 of (a)–(e)."""
     from posflow.simulate.models.study import best_profile
 
@@ -87,9 +92,9 @@ def best_vs_direct(store: dict):
     best, mean = best_profile(store)
     err = max(abs(mean[k] - sums[k] / n) for k in sums)
     ok = best == min(sums, key=sums.get) and err <= 1e-12
-    return holds("smollm2_study.best_vs_direct", ok,
-                 label=f"best_profile = the direct argmin of Σ_n W1/(n−1) over (a)–(e), means "
-                 f"within 1e-12 (error {err:.2g})")  # fmt: skip
+    return holds(f"{tag}.best_vs_direct", ok,
+                 label=f"{STUDIES[tag][1]}: best_profile = the direct argmin of Σ_n W1/(n−1) over "
+                 f"(a)–(e), means within 1e-12 (error {err:.2g})")  # fmt: skip
 
 
 # -- the judge of one rival and its negative controls -------------------------------------------

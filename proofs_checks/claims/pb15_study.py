@@ -89,8 +89,10 @@ def _sink_sentence(sink_rows, top: dict) -> str:
 _KEYS = ("a", "b", "c", "d", "e", "geometric", "linear", "uniform", "shuffled")
 
 
-def study_evidence(store: dict) -> tuple[list, list, list, str]:
-    """(measurements, tables, figures, setup text) of a stored study (see the module docstring)."""
+def study_evidence(store: dict, tag: str = "smollm2_study",
+                   name: str = "SmolLM2") -> tuple[list, list, list, str]:  # fmt: skip
+    """(measurements, tables, figures, setup text) of a stored study of model ``name``, keyed
+    by ``tag`` (see the module docstring)."""
     from posflow.simulate.models.study import best_profile
 
     PROFILES = LABELS
@@ -99,9 +101,9 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
     ns = sorted(runs)
     best, mean_w1 = best_profile(store)
     ms = [
-        info("smollm2_study.lengths", ", ".join(map(str, ns)), label="stored study: lengths n"),
+        info(f"{tag}.lengths", ", ".join(map(str, ns)), label="stored study: lengths n"),
         info(
-            "smollm2_study.best",
+            f"{tag}.best",
             f"{best}: {PROFILES[best]} (mean W1/(n−1) {mean_w1[best]:.3g})",
             label="stored study: the profile among (a)–(e) of least W1 averaged over n",
         ),
@@ -112,7 +114,7 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
         st = r["stats"]
         ms.append(
             info(
-                f"smollm2_study.best_n{n}",
+                f"{tag}.best_n{n}",
                 r["best"],
                 label=f"stored study, n = {n}: best of (a)–(e) by W1",
             )
@@ -167,8 +169,8 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
     conf = f"{100 * top['confidence']:.3g}%"
     tables = [
         Table(
-            "smollm2_study.profiles",
-            f"stored SmolLM2 study: every profile against the measured influence, per n "
+            f"{tag}.profiles",
+            f"stored {name} study: every profile against the measured influence, per n "
             f"(jackknife {conf} t intervals over {top['groups']} groups)",
             [
                 "n",
@@ -188,8 +190,8 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
             rows,
         ),
         Table(
-            "smollm2_study.sinks",
-            f"stored SmolLM2 study, n = {ns[-1]}: per layer λ_t, attention on token 0, its "
+            f"{tag}.sinks",
+            f"stored {name} study, n = {ns[-1]}: per layer λ_t, attention on token 0, its "
             f"value-norm share and token 0's gradient influence at the layer input "
             f"(estimate, {conf} jackknife interval)",
             [
@@ -233,14 +235,14 @@ def study_evidence(store: dict) -> tuple[list, list, list, str]:
     )
     figures = [
         Figure(
-            "pb15_smollm2_study",
-            "PB15 (stored study): SmolLM2-135M on English text, every profile against the "
+            f"pb15_{tag}",
+            f"PB15 (stored study): {name} on English text, every profile against the "
             "measured gradient influence per n, and the sinks per layer",
             [*panels, sink_panel],
         )
     ]
     setup = (
-        f"Stored SmolLM2 study ({store['setup']['command']}; {store['setup']['text']}): "
+        f"Stored {name} study ({store['setup']['command']}; {store['setup']['text']}): "
         f"n = {', '.join(map(str, ns))}, N = {top['sequences']} windows per n in "
         f"{top['groups']} groups, delete-one-group jackknife {conf} t intervals (kernels, λ, "
         f"content and influence resampled together); reported, not judged. {SINKS_AND_ROLLOUT} "
