@@ -268,7 +268,7 @@ def test_load_study_fails_naming_the_path(tmp_path, monkeypatch, content):
     f = tmp_path / "study.json"
     if content is not None:
         f.write_text(content)
-    monkeypatch.setattr(R, "study_file", lambda: f)
+    monkeypatch.setattr(R, "study_file", lambda model="smollm2-135m": f)
     store, m = R.load_study()
     assert store is None and m.judged and m.passed is False and str(f) in m.label
 
@@ -277,7 +277,7 @@ def test_a_missing_study_makes_pb15_fail_naming_its_path(tiny_quick, monkeypatch
     from posflow.proofs_checks.claims import pb15_refs as R
 
     f = tiny_quick / "missing.json"
-    monkeypatch.setattr(R, "study_file", lambda: f)
+    monkeypatch.setattr(R, "study_file", lambda model="smollm2-135m": f)
     monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
     ev = P.pb15(Context())
     assert ev.status == FAILS and ev["stored_study_readable"].passed is False

@@ -202,7 +202,7 @@ def test_a_missing_or_corrupt_study_fails_naming_its_path(tmp_path, monkeypatch,
     f = tmp_path / "study.json"
     if content is not None:
         f.write_text(content)
-    monkeypatch.setattr(R, "study_file", lambda: f)
+    monkeypatch.setattr(R, "study_file", lambda model="smollm2-135m": f)
     monkeypatch.setattr(pb, "_installed", lambda: True)
     ev = pb.pb17(Context())
     assert ev.status == "FAILS" and ev["stored_study_readable"].passed is False
