@@ -296,3 +296,21 @@ def test_without_the_completion_request_main_parses_as_usual(monkeypatch, capsys
     monkeypatch.delenv("_ARGCOMPLETE", raising=False)
     assert cli.main(["models", "list", "--json"]) == 0
     assert capsys.readouterr().out.startswith("[")
+
+
+def test_a_piped_table_title_starts_at_the_left_edge():
+    """A piped table is as wide as its longest cell; its title and caption are not centred over
+    it (they would be preceded by thousands of spaces)."""
+    import io
+
+    from rich.console import Console
+
+    from posflow.proofs_checks.cli._output import PIPED_WIDTH, table
+
+    t = table(title="the title", caption="the caption")
+    t.add_column("c")
+    t.add_row("x" * 3000)
+    buf = io.StringIO()
+    Console(file=buf, width=PIPED_WIDTH, force_terminal=False).print(t)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].startswith("the title") and lines[-1].startswith("the caption")

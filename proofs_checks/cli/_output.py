@@ -12,7 +12,7 @@ from pathlib import Path
 
 from posflow.proofs_checks.cli._common import output_file
 
-__all__ = ["PIPED_WIDTH", "console", "figure_file"]
+__all__ = ["PIPED_WIDTH", "console", "figure_file", "table"]
 
 
 def console(*, stderr: bool = False):
@@ -28,6 +28,17 @@ def console(*, stderr: bool = False):
 
 
 PIPED_WIDTH = 10_000
+
+
+def table(*args, **kw):
+    """A rich Table whose title and caption start at the left edge: centred over a piped table
+    as wide as its longest cell (thousands of characters for a verdict's summary), they would
+    be preceded by as many spaces."""
+    from rich.table import Table
+
+    kw.setdefault("title_justify", "left")
+    kw.setdefault("caption_justify", "left")
+    return Table(*args, **kw)
 
 
 def figure_file(arg: str, path) -> Path:

@@ -55,7 +55,8 @@ def _expected(exp) -> str:
 
 def _print_table(recs) -> None:
     from rich.markup import escape
-    from rich.table import Table
+
+    from posflow.proofs_checks.cli._output import table as Table
 
     t = Table(title=f"posflow claims ({len(recs)})")
     cols = ("ID", "source", "statement", "assumptions", "relaxations", "mutants", "compares",

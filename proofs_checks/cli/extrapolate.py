@@ -58,8 +58,8 @@ def _iv(lo, hi):
 
 def _print_table(st) -> None:
     from rich.console import Console
-    from rich.table import Table
 
+    from posflow.proofs_checks.cli._output import table as Table
     from posflow.simulate.models.seed_store import ratio_summary
 
     summ = ratio_summary(st)
@@ -88,9 +88,9 @@ def _print_table(st) -> None:
 def _print_judge(store) -> str:
     """Print AT20's judge on ``store``: each comparison's interval and decision, the verdict."""
     from rich.console import Console
-    from rich.table import Table
 
     from posflow.proofs_checks.claims.at20_trained import store_evidence
+    from posflow.proofs_checks.cli._output import table as Table
 
     ev = store_evidence(store)
     con = Console(width=140)

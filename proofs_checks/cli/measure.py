@@ -163,7 +163,7 @@ def measurement_figure(out: dict, title: str):
 
 
 def _print(out, name):
-    from rich.table import Table
+    from posflow.proofs_checks.cli._output import table as Table
 
     con = console()
     lam = ", ".join(f"{x:.3f}" for x in out["lambdas"])

@@ -76,7 +76,7 @@ def _fmt(v) -> str:
 
 def format_table(rows: list[dict], spec: dict, title: str):
     """A rich Table: the grid parameters, then every result, one row per task."""
-    from rich.table import Table
+    from posflow.proofs_checks.cli._output import table as Table
 
     grid = [g[0] for g in spec.get("grid", [])]
     results = list(rows[0]["results"]) if rows else []

@@ -134,8 +134,8 @@ def cmd_verify(args) -> int:
 def _cmd_mutants(args, size) -> int:
     """``verify --mutants``: the kill table (claims × mutants)."""
     from rich.markup import escape
-    from rich.table import Table
 
+    from posflow.proofs_checks.cli._output import table as Table
     from posflow.proofs_checks.kit import kill_table
     from posflow.simulate.runtime import progress
 
@@ -165,7 +165,8 @@ def _cmd_mutants(args, size) -> int:
 
 def _print_table(results, size, prov):
     from rich.markup import escape
-    from rich.table import Table
+
+    from posflow.proofs_checks.cli._output import table as Table
 
     colour = {"HOLDS": "green", "FAILS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta"}
     commit = prov.get("git_commit", "")[:12]
