@@ -222,3 +222,31 @@ def test_measured_profiles_are_the_predictions_plus_the_nulls():
     mu = m.influence @ np.arange(10)
     assert got["geometric"] @ np.arange(10) == pytest.approx(mu, abs=1e-8)
     assert all(PR.color(k) is not None for k in got)
+
+
+@pytest.mark.parametrize(("windows", "n", "ok"), [
+    (None, 8, True), ((None, None), 8, True), ((8, None), 8, True), ((None, 4), 8, False),
+    ((3, 4), 8, False),
+])  # fmt: skip
+def test_profiles_refuse_a_window_shorter_than_n(windows, n, ok):
+    """The uniform and content kernels span every earlier key: a shorter sliding window is
+    refused by name, with the largest n that works."""
+    from posflow.simulate.models.profiles import require_full_windows
+
+    if ok:
+        require_full_windows(windows, n)
+        return
+    with pytest.raises(ValueError, match=r"exceeds the sliding window of layer \d"):
+        require_full_windows(windows, n)
+
+
+def test_measure_per_sequence_refuses_gemma_beyond_its_window():
+    torch = pytest.importorskip("torch")
+    import tiny_lms
+
+    from posflow.simulate.models.profiles_bootstrap import measure_per_sequence
+
+    model = tiny_lms.build("gemma3_text").to(torch.float64)
+    with pytest.raises(ValueError, match="exceeds the sliding window of layer 0"):
+        measure_per_sequence(model, tiny_lms.ids(count=2))
+    assert measure_per_sequence(model, tiny_lms.ids(count=2), allow_windows=True).values.ndim == 4

@@ -44,6 +44,7 @@ __all__ = [
     "measured_profiles",
     "null_profiles",
     "percentile_interval",
+    "require_full_windows",
     "rollout_profiles",
     "run_measure",
 ]
@@ -212,6 +213,19 @@ def rollout_profiles(A, lam, *, values=None, content=None, slopes=None, perm=Non
     return out
 
 
+def require_full_windows(windows, n: int) -> None:
+    """ValueError when a layer's sliding window is shorter than n: the uniform and content
+    kernels of these profiles (and of :mod:`~posflow.simulate.models.crossfit`) span every
+    earlier key, so they would not be banded like the measured ones (Gemma 3's 512-key layers
+    at n > 512). ``windows``: ``Measurement.windows`` (per layer keys seen, None: all)."""
+    short = [(t, w) for t, w in enumerate(windows or ()) if w is not None and w < n]
+    if short:
+        t, w = short[0]
+        raise ValueError(f"n = {n} exceeds the sliding window of layer {t} ({w} keys; "
+                         f"{len(short)} such layers): the uniform and content kernels are not "
+                         f"banded to it; measure at n <= {min(w for _, w in short)}")  # fmt: skip
+
+
 def null_profiles(measured) -> dict:
     """The two fitted nulls of a measured profile: ``geometric`` and ``linear``, each with the
     measured mean position μ = Σ_j j p̂(j) (clipped to [0, n − 1]).
@@ -255,6 +269,7 @@ def measured_profiles(m, *, content_scale: str = "sqrt_d", seed: int = 0) -> dic
     from posflow.simulate.nulls import derangement
     from posflow.simulate.rollout import influence
 
+    require_full_windows(m.windows, m.n)
     out = predict_profiles(m, content_scale=content_scale)
     out.update(predict_sink_profiles(m))
     fitted = null_profiles(m.influence)

@@ -20,6 +20,7 @@ from posflow.simulate.models.profiles import (
     batched_spearman,
     batched_w1,
     null_profiles,
+    require_full_windows,
     rollout_profiles,
 )
 
@@ -42,8 +43,8 @@ class PerSequence:
     lambdas_mlp: np.ndarray | None = None  # (N, L) λ_t with the MLP update counted
 
 
-def measure_per_sequence(model, ids, *, layer_influence: bool = False,
-                         lambdas_mlp: bool = False, batch_size=None) -> PerSequence:  # fmt: skip
+def measure_per_sequence(model, ids, *, layer_influence: bool = False, lambdas_mlp: bool = False,
+                         batch_size=None, allow_windows: bool = False) -> PerSequence:
     """Each row of ``ids`` (N, n) measured as if alone, by one batched measurement (PB15, PB19).
 
     One :func:`~posflow.simulate.models.measure.measure` call with ``per_sequence=True``
@@ -63,19 +64,26 @@ def measure_per_sequence(model, ids, *, layer_influence: bool = False,
         Also each sequence's λ_t with the MLP update in the denominator (``lambdas="both"``).
     batch_size : int, optional
         Sequences per pass (default: :func:`measure`'s automatic size).
+    allow_windows : bool
+        Measure also when n exceeds a layer's sliding window. The statistics are exact either
+        way; by default it is refused, because the profiles built from them (uniform and content
+        kernels, :func:`~posflow.simulate.models.profiles.require_full_windows`) are not banded.
 
     Returns
     -------
     PerSequence
 
-    Raises ValueError as :func:`measure` does, and when a sequence's p* does not depend on its
-    embeddings (its influence sums to zero or is not finite).
+    Raises ValueError as :func:`measure` does, when a sequence's p* does not depend on its
+    embeddings (its influence sums to zero or is not finite), and when n exceeds a layer's
+    sliding window (:func:`~posflow.simulate.models.profiles.require_full_windows`).
     """
     from posflow.simulate.models.measure import measure
 
     m = measure(model, ids, value_norms=True, heads=False, qk="summary", per_sequence=True,
                 layer_influence=bool(layer_influence), batch_size=batch_size,
                 lambdas="both" if lambdas_mlp else True)  # fmt: skip
+    if not allow_windows:  # its consumers' uniform and content kernels span every key
+        require_full_windows(m.windows, m.n)
     g = m.influence_per_sequence
     total = g.sum(axis=1)
     bad = np.flatnonzero(~(np.isfinite(total) & (total > 0)))
