@@ -292,7 +292,7 @@ def pb19(ctx: Context) -> Evidence:
     return Evidence(ms, tables=tables, figures=figs,
                     setup="; ".join(notes) + ". Each window measured alone; halves seeded "
                     f"[{ctx.seed}, 24], the same at every layer.",
-                    absent=() if _smollm2_installed() else ("smollm2-135m",))  # fmt: skip
+                    absent=() if len(per_model) > 1 else ("smollm2-135m",))  # fmt: skip
 
 
 # -- mutants: breaks of the routines PB19 runs through -------------------------------------------
