@@ -582,7 +582,12 @@ def test_numpy_array_protocol_gives_the_dense_matrix_with_the_memory_guard():
     np.testing.assert_array_equal(got, A)
     assert isinstance(got, np.ndarray) and got is not A
     assert np.asarray(uniform_kernel(3), dtype=np.float32).dtype == np.float32
-    with pytest.raises(ValueError, match="copy=False"):
+    with pytest.raises(ValueError) as info:
         np.asarray(uniform_kernel(3), copy=False)
+    assert str(info.value) == ("np.asarray(kernel, copy=False): a kernel stores no (n, n) array "
+                               "to share; use copy=None or True")  # fmt: skip
+    K = uniform_kernel(3)  # the protocol method itself: the dtype it is asked for, or float64
+    assert K.__array__().dtype == np.float64 and K.__array__(np.float32).dtype == np.float32
+    np.testing.assert_array_equal(K.__array__(np.float32), np.asarray(K).astype(np.float32))
     with pytest.raises(ValueError, match=r"dense\(\) would need .* GiB"):
         np.asarray(uniform_kernel(10**6))

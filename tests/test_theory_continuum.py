@@ -181,3 +181,35 @@ def test_quadrature_finds_the_bulk_at_large_total_mixing(n, Lam):
 
     got = continuum_profile_quadrature(n, Lam)
     np.testing.assert_allclose(got, continuum_profile(n, Lam), rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize(("y", "Lam", "want"), [
+    (np.inf, 2.0, 0.0),  # +∞: off the support, not NaN
+    (1e-320, 2.0, 2.0 * np.exp(-2.0)),  # y → 0⁺: the limit Λ e^{−Λ} (Λ/y would overflow)
+    (1e-300, 1e-30, 1e-30 * np.exp(-1e-30)),  # Λ y underflows to 0: z = 0, the same limit
+])  # fmt: skip
+def test_the_density_at_the_ends_of_its_support(y, Lam, want):
+    """The limits written out, with no warning (filterwarnings = error): f → Λ e^{−Λ} as
+    y → 0⁺ (I_1(z) ≈ z/2) and f(∞) = 0."""
+    assert float(th.continuum_law_density(y, Lam)) == pytest.approx(want, rel=1e-12, abs=0)
+
+
+def test_the_density_refuses_nan():
+    with pytest.raises(ValueError, match="y must not be NaN"):
+        th.continuum_law_density([0.5, np.nan], 1.0)
+
+
+@pytest.mark.parametrize(("n", "Lam"), [(5, 0.3), (4, 0.05)])
+def test_quadrature_at_small_total_mixing(n, Lam):
+    """Λ < 1/2: the bulk window Λ ± 12(√(2Λ) + 1) reaches below 0 and is clipped there; the
+    quadrature equals the mpmath closed form to quad's requested 1e-12 relative."""
+    got, want = th.continuum_profile_quadrature(n, Lam), th.continuum_profile(n, Lam)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_quadrature_keeps_its_relative_accuracy_on_tiny_entries():
+    """At Λ = 50 the entries j = 1, 2 are 5.6e-11 and 1.9e-14: quad's absolute floor 1e-14
+    (not the default 1.5e-8) keeps them to 1e-6 relative against the closed form."""
+    got, want = th.continuum_profile_quadrature(5, 50.0), th.continuum_profile(5, 50.0)
+    assert 1e-15 < want[2] < 1e-13
+    np.testing.assert_allclose(got[:3], want[:3], rtol=1e-6, atol=0)

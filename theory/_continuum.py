@@ -130,17 +130,24 @@ def continuum_law_density(y, Lam) -> np.ndarray:
     """Density of ``G = −ln X`` on y > 0 (its atom ``e^{−Λ}`` at 0 aside):
 
     .. math:: f(y) = e^{-Λ-y}\\sqrt{Λ / y}\\; I_1\\big(2\\sqrt{Λ y}\\big)
+              = 2Λ\\, e^{z-Λ-y}\\, \\frac{e^{-z} I_1(z)}{z},\\quad z = 2\\sqrt{Λ y}
 
-    (the Poisson mixture of Gamma(K, 1) densities, K ≥ 1). Computed with the exponentially
-    scaled Bessel function, so it stays finite for large y.
+    (the Poisson mixture of Gamma(K, 1) densities, K ≥ 1). Computed in the second form with the
+    exponentially scaled Bessel function: finite for large y, no division by y (its limit
+    Λ e^{−Λ} as y → 0⁺, where e^{−z} I_1(z)/z → 1/2), and 0 for y ≤ 0 and y = +∞.
+    ValueError for a NaN y.
     """
     _, Lam = _check(1, Lam)
     y = np.asarray(y, dtype=float)
-    pos = np.where(y > 0, y, 1.0)  # the formula only where y > 0 (no √ of a negative y)
+    if np.isnan(y).any():
+        raise ValueError("y must not be NaN")
+    inside = (y > 0) & np.isfinite(y)
+    pos = np.where(inside, y, 1.0)  # the formula only on the support
     z = 2 * np.sqrt(Lam * pos)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.exp(z - Lam - pos) * np.sqrt(Lam / pos) * special.ive(1, z)  # z − y ≤ Λ
-    return np.where(y > 0, f, 0.0)
+    safe = np.where(z > 0, z, 1.0)
+    ratio = np.where(z > 0, special.ive(1, safe) / safe, 0.5)  # e^{-z} I_1(z)/z → 1/2 at z = 0
+    f = 2 * Lam * np.exp(z - Lam - pos) * ratio  # z − y ≤ Λ
+    return np.where(inside, f, 0.0)
 
 
 def continuum_profile_quadrature(n: int, Lam) -> np.ndarray:
