@@ -336,3 +336,14 @@ def test_alibi_bound_length_errors():
     with pytest.raises(ValueError) as info:
         tr.alibi_far_mass_bound(0.5, 4, 1.0, [8, 0])
     assert str(info.value) == "L must be an integer >= 1; got np.int64(0) at index 1"
+
+
+def test_ratio_bound_at_exactly_the_overflow_threshold_is_finite():
+    """m = 5.562684646267895e-309 (W = 1, λ = 0) makes ln(value) = −ln(1 − e^{−m}) land exactly on
+    ln(max float64) (rounded): the value ≈ 1/m is finite, e^{ln max} = 1.79769313486227e308."""
+    from posflow.theory._transport_mass import _LOG_MAX, alibi_far_mass_ratio_bound
+
+    m = 5.562684646267895e-309
+    assert -np.log(-np.expm1(-m)) == _LOG_MAX
+    got = alibi_far_mass_ratio_bound(m, 1, 0.0)
+    assert np.isfinite(got) and got == float(np.exp(_LOG_MAX))
