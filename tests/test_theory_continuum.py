@@ -195,7 +195,7 @@ def test_the_density_at_the_ends_of_its_support(y, Lam, want):
 
 
 def test_the_density_refuses_nan():
-    with pytest.raises(ValueError, match="^y must not be NaN$"):
+    with pytest.raises(ValueError, match=r"^y must not be NaN$"):
         th.continuum_law_density([0.5, np.nan], 1.0)
 
 
