@@ -187,7 +187,8 @@ def diffs(shard: str, names) -> dict[str, str]:
 
 
 def equivalents(table: str | None = None) -> dict[str, str]:
-    """Triaged survivors: ``table`` "equivalent" or "backend_only", or both (None)."""
+    """Triaged survivors: ``table`` "equivalent", "backend_only" or "open" (survivors no test
+    here kills, with the reason; still counted as survived), or the first two (None)."""
     out: dict[str, str] = {}
     for path in sorted(EQUIVALENT.glob("*.toml")):
         data = tomllib.loads(path.read_text())
@@ -199,7 +200,7 @@ def equivalents(table: str | None = None) -> dict[str, str]:
 def report() -> str:
     runs = json.loads((RESULTS / "mutation.json").read_text()) if (
         RESULTS / "mutation.json").exists() else {}  # fmt: skip
-    eq, bo = equivalents("equivalent"), equivalents("backend_only")
+    eq, bo, op = equivalents("equivalent"), equivalents("backend_only"), equivalents("open")
     rows, survivors, not_run = [], [], []
     stored = json.loads(SCORES.read_text()) if SCORES.exists() else {}
     for shard in SHARDS:
@@ -275,9 +276,12 @@ def report() -> str:
         "|---|---|",
         *triaged(bo),
         "",
-        "## Survivors not yet triaged",
+        "## Survivors (counted as survived in the score)",
         "",
-        *([f"- `{k}` ({s})" for k, s in survivors] or ["none"]),
+        "Each either open with the reason no test here kills it (`[open]` in its SHARD.toml) or"
+        " not yet triaged.",
+        "",
+        *([f"- `{k}` ({s}): {op.get(k, 'not yet triaged')}" for k, s in survivors] or ["none"]),
     ]  # fmt: skip
     return "\n".join(out) + "\n"
 
