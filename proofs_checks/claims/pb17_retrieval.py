@@ -43,6 +43,7 @@ from posflow.proofs_checks.kit import (
     register,
     undecided,
 )
+from posflow.simulate.models.subjects import installed
 
 MODEL = R.MODEL
 INSTALL = f"posflow models install {MODEL}"
@@ -71,11 +72,7 @@ def _model():
 
 
 def _installed() -> bool:
-    try:
-        from posflow.simulate.models.hub import installed_models
-    except ImportError:
-        return False
-    return installed_models().get(MODEL) is not None
+    return installed(MODEL)
 
 
 def _direct_logprob(model, task, c, k) -> float:

@@ -356,10 +356,10 @@ def load_pretrained(spec, *, dtype="float32", attention="eager", cache=True):
                 "Face checkpoint directory with config.json, nor a .gguf file"
             )
     kind = _model_type(folder, text)
+    dtype = _torch_dtype(dtype)  # "float32" and torch.float32 name one cached model
     key = (str(folder.resolve()), (folder / "config.json").stat().st_mtime_ns, dtype, attention)
     if cache and key in _LOADED:
         return _LOADED[key]
-    dtype = _torch_dtype(dtype)
     with _quiet_transformers() as tf:
         try:
             model = tf.AutoModelForCausalLM.from_pretrained(
