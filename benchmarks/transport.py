@@ -18,10 +18,13 @@
    :func:`posflow.simulate.transport.householder_route_scores` (NumPy, C = 64) at T = 1024 (goal
    ≥ 20×), the chunk-size dependence, and the crossover length (smallest T of 2, 4, 8, … from
    which on the chunked path beats the sweep at every scanned length); torch (CPU, one thread):
-   ratio ``schemes.path_scores`` (the training code's reverse sweep, all queries in one call) /
-   chunked torch at T = 256, 512, 1024, and its crossover; max |Δs| against the sweep in each
-   case; and :func:`posflow.simulate.transport.path_attention` against softmax of the swept
-   scores.
+   ratio ``schemes.path_scores`` (its plain reverse sweep, ``chunk=None``, all queries in one
+   call) / chunked torch at T = 256, 512, 1024, and its crossover, with the time of
+   ``path_scores(..., chunk=64)`` (the chunked path the training code's ``Path`` scheme uses);
+   max |Δs| against the sweep in each case; and
+   :func:`posflow.simulate.transport.path_attention` against softmax of the swept scores;
+5. ``path_attention`` on torch (CPU, one thread) against NumPy at T = 1024 and 4096, D = 64,
+   C = 64: NumPy time / torch time (goal ≥ 1×: torch at least as fast), timed alternately.
 
 Everything runs on one core (BLAS and numba threads pinned to 1). The machine is shared with other
 work, so absolute times are noisy; the ratios are measured in one run, best of a few repeats.
@@ -35,7 +38,10 @@ import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 # isort: split
 
 import argparse
+import math
+import os
 import platform
+import time
 
 import numpy as np
 import scipy
@@ -222,12 +228,20 @@ def bench_path_torch(lengths, d, scan, repeat):
             lambda: path_scores(q[None, None], k[None, None], w[None, None], beta[None, None]), rep
         )
         t_ch, s = best_of(lambda: householder_route_scores(q, k, w, beta), rep)
+        t_sch, s_sch = best_of(
+            lambda: path_scores(
+                q[None, None], k[None, None], w[None, None], beta[None, None], chunk=64
+            ),
+            rep,
+        )
         return {
             "T": t,
             "t_schemes_path_scores_s": t_ref,
             "t_chunked_s": t_ch,
+            "t_schemes_path_scores_chunked_s": t_sch,
             "ratio": t_ref / t_ch,
             "max_abs_diff": _low_err(s.numpy(), ref[0, 0].numpy()),
+            "max_abs_diff_schemes_chunked": _low_err(s_sch[0, 0].numpy(), ref[0, 0].numpy()),
         }
 
     rows = [one(t, 0, repeat) for t in lengths]
@@ -240,6 +254,33 @@ def bench_path_torch(lengths, d, scan, repeat):
         "scan": scan_rows,
         "crossover_T": cross,
     }
+
+
+def bench_path_attention_backends(lengths, d, repeat):
+    """path_attention on torch (CPU, one thread) vs NumPy, timed alternately (best of repeat)."""
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is optional here
+        return {"skipped": f"torch is not importable ({exc})"}
+    torch.set_num_threads(1)
+    rows = []
+    for t in lengths:
+        arrays = _path_inputs(t, d, 2)
+        tensors = [torch.from_numpy(x) for x in arrays]
+        best, outs = {"numpy": math.inf, "torch": math.inf}, {}
+        for _ in range(repeat + 1):  # the first round warms both up
+            for name, args in (("numpy", arrays), ("torch", tensors)):
+                t0 = time.perf_counter()
+                outs[name] = np.asarray(path_attention(*args, chunk=64))
+                best[name] = min(best[name], time.perf_counter() - t0)
+        rows.append({
+            "T": t,
+            "t_numpy_s": best["numpy"],
+            "t_torch_s": best["torch"],
+            "speed_torch_over_numpy": best["numpy"] / best["torch"],
+            "max_abs_diff": float(np.abs(outs["numpy"] - outs["torch"]).max()),
+        })  # fmt: skip
+    return {"torch": torch.__version__, "D": d, "rows": rows, "load": os.getloadavg()}
 
 
 def main(argv=None):
@@ -263,8 +304,11 @@ def main(argv=None):
     res["path_torch"] = bench_path_torch(
         (128, 256) if args.quick else (256, 512, 1024), 64, scan, rep
     )
+    res["path_attention_backends"] = bench_path_attention_backends(
+        (256,) if args.quick else (1024, 4096), 64, rep
+    )
     h, s, m = res["haar"], res["scores"], res["monte_carlo"]
-    p, pt = res["path"], res["path_torch"]
+    p, pt, pa = res["path"], res["path_torch"], res["path_attention_backends"]
     lines = [
         "# Transport benchmark (one core, shared machine: times are noisy)",
         "",
@@ -296,11 +340,14 @@ def main(argv=None):
     else:
         lines += [
             f"- PaTH route scores, torch {pt['torch']} (CPU, one thread), D = {pt['D']}: "
-            "schemes.path_scores (reverse sweep, all queries in one call) / chunked "
+            "schemes.path_scores (plain reverse sweep, all queries in one call) / chunked "
             "householder_route_scores = "
             + ", ".join(
                 f"**{r['ratio']:.1f}×** at T = {r['T']} ({r['t_schemes_path_scores_s'] * 1e3:.0f} "
-                f"ms vs {r['t_chunked_s'] * 1e3:.1f} ms; max |Δs| = {r['max_abs_diff']:.1e})"
+                f"ms vs {r['t_chunked_s'] * 1e3:.1f} ms; max |Δs| = {r['max_abs_diff']:.1e}; "
+                f"path_scores(chunk=64), what the Path scheme trains with: "
+                f"{r['t_schemes_path_scores_chunked_s'] * 1e3:.1f} ms, max |Δs| = "
+                f"{r['max_abs_diff_schemes_chunked']:.1e})"
                 for r in pt["rows"]
             ),
             f"- PaTH crossover, torch: the chunked path beats path_scores from T = "
@@ -308,6 +355,20 @@ def main(argv=None):
             + ", ".join(f"{r['T']}: {r['ratio']:.3g}×" for r in pt["scan"])
             + ")",
         ]
+    if "skipped" in pa:
+        lines.append(f"- PaTH attention, torch vs NumPy: skipped ({pa['skipped']})")
+    else:
+        lines.append(
+            f"- path_attention, torch {pa['torch']} (CPU, one thread) vs NumPy, D = {pa['D']}, "
+            "C = 64: NumPy time / torch time = "
+            + ", ".join(
+                f"**{r['speed_torch_over_numpy']:.2f}×** at T = {r['T']} "
+                f"({r['t_numpy_s'] * 1e3:.1f} ms vs {r['t_torch_s'] * 1e3:.1f} ms; "
+                f"max |Δo| = {r['max_abs_diff']:.1e})"
+                for r in pa["rows"]
+            )
+            + f" (goal ≥ 1×; load {pa['load'][0]:.2f})"
+        )
     text = "\n".join(lines)
     print(text)
     if not args.quick:

@@ -1,8 +1,8 @@
 """numba kernels of the ALiBi + content kernels (the CPU fast path of simulate.kernels).
 
-Three routines: the residual step (below), the content tables of many layers in one pass
-(:func:`content_tables`) and the compensated row sums of the rollout's mass projection
-(:func:`row_sums`, :func:`mass_update`).
+Three routines: the residual step (below, :func:`alibi_step`), the content tables of many
+layers in one pass (:func:`content_tables`) and the compensated row sums of the rollout's mass
+projection (:func:`row_sums`, :func:`mass_update`).
 
 For rows ``P`` (k, n) the step computes ``out = (1 - lam) P + lam P A`` for the head average A of
 causal ALiBi + diagonal-content softmax kernels, through the backward suffix recurrence per head
@@ -14,9 +14,20 @@ causal ALiBi + diagonal-content softmax kernels, through the backward suffix rec
 with ``w_h(j) = e^{-m_h}/Z^h_j`` (rows beyond ``nt - 1`` share the table's last row),
 ``r_h = e^{-m_h}`` and head weights ``ω_h``. Every factor is at most 1, so nothing overflows.
 O(k·n·H).
+
+Speed (``benchmarks/limits.py``, section ``alibi``): one pass over the rows per layer, with the
+row masses of the rollout's projection summed (compensated) while the rows are written, not in a
+second pass (:func:`mass_update` takes them); the work buffers live per thread and are reused
+by every layer. One head: two stationary rows per multiply-add on the carried state
+(:func:`_step_one_head`). Several heads: four rows per pass over the heads and the head sum
+Σ_h ω_h G_h in vector lanes, reassociated within the bound (*) below. Nothing here runs on
+more than one thread, and no result depends on the thread count.
 """
 
 from __future__ import annotations
+
+import threading
+import weakref
 
 import numpy as np
 from numba import config as _numba_config
@@ -32,60 +43,258 @@ if not _numba_config.CACHE_DIR:
 __all__ = ["alibi_step", "content_tables", "mass_update", "row_sums"]
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"})
-def _step_heads(P, diag, w_off, r, hw, lam, out):  # pragma: no cover - compiled
-    # any number of heads: the inner loop over heads gives the CPU independent chains
-    k, n = P.shape
-    H = r.shape[0]
-    nt = w_off.shape[0]
-    G = np.empty(H)
-    for b in range(k):
-        for h in range(H):
-            G[h] = 0.0
-        for j in range(n - 1, -1, -1):
-            pj = P[b, j]
-            jj = j if j < nt else nt - 1
-            acc = 0.0
-            for h in range(H):
-                g = G[h]
-                acc += hw[h] * g
-                G[h] = pj * w_off[jj, h] + r[h] * g
-            out[b, j] = (1.0 - lam) * pj + lam * (pj * diag[j] + acc)
+# The head sum of the step of several heads, y_j = p_j d_j + Σ_h ω_h G_h(j+1) (d_j the
+# diagonal), is reassociated: the loop over heads runs in the compiler's vector lanes (several
+# partial sums, then a tree), not as one serial chain. Rounding bound, for any order the
+# compiler picks: each of the H + 1 products meets at most H + 1 roundings on its way into the
+# result (one for the product or the fused multiply-add that forms it, one per addition with
+# another nonzero partial sum; additions of the zeros that start empty lanes are exact), so
+# with γ_k = k u/(1 − k u), u = 2^-53,
+#
+#     |ŷ_j − y_j| ≤ γ_{H+1} (|p_j| d_j + Σ_h ω_h |G_h(j+1)|)                        (*)
+#
+# (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2: the bound of recursive
+# summation holds for any order). The one serial chain it replaces satisfies (*) as well, so
+# the two differ by at most 2 γ_{H+1} (p_j d_j + Σ_h ω_h G_h(j+1)) for p ≥ 0; the blend
+# (1 − λ) p_j + λ ŷ_j is then rounded as before. The order is fixed by the compiled code: the
+# same bits on every call and for any thread count on a given CPU (a CPU with other vector
+# widths may round differently, within (*)). The flag is set on the routines of several heads
+# only (``_step_heads``, ``_heads1``): their only chains of additions are these sums (a
+# recurrence G ← p w + r G has one addition per row, nothing to reassociate; products are not
+# distributed, which needs more than reassociation); the compensated mass sums
+# (``_lanes_add``, ``_lanes_total``) and the one-head kernel are compiled without it, and an
+# inlined routine keeps its own flags (they belong to each instruction).
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _heads1(G, hw, r, w, i1, p1):  # pragma: no cover - compiled
+    """One row j of the head recurrences, in place on G (H,): returns Σ_h hw_h G_h(j+1)
+    (reassociated, bound (*)) and G ← G(j); i1 is row j's table row in w (nt, H)."""
+    acc = 0.0
+    for h in range(G.shape[0]):
+        g = G[h]
+        acc += hw[h] * g
+        G[h] = p1 * w[i1, h] + r[h] * g
+    return acc
+
+
+# The row masses Σ_j out[b, j] are summed while the rows are written: each block of L = 256
+# rows, still in the L1 cache, is added into L lanes by TwoSum, elementwise (a loop the
+# compiler vectorises), s_l + v = t_l + e exactly with t_l the new lane sum and e added into
+# the lane's correction; at the end the lanes and the rows left over are added by TwoSum in
+# turn and the corrections added plainly. Every TwoSum is error-free, so the result is the
+# cascaded summation of _sum2 in another order, with its bound: within u·|sum| + γ²_{n} Σ|x|.
+LANES = 256
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
-def _step_one_head(P, diag, w_off, r, hw, lam, out):  # pragma: no cover - compiled
-    # one head: the recurrence state stays in a register, and the stationary rows (j >= nt - 1,
-    # constant weights) run without table look-ups
+def _lanes_add(x, S, E):  # pragma: no cover - compiled
+    """S, E ← TwoSum(S, x) elementwise (shapes (L,)): S_l + E_l + x_l is kept exactly."""
+    for i in range(x.shape[0]):
+        v = x[i]
+        s = S[i]
+        t = s + v
+        z = t - s
+        E[i] += (s - (t - z)) + (v - z)
+        S[i] = t
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _two_sum(s, e, v):  # pragma: no cover - compiled
+    """(t, e') with t + e' = s + e + v up to the rounding of e' (TwoSum of s and v)."""
+    t = s + v
+    z = t - s
+    return t, e + ((s - (t - z)) + (v - z))
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _lanes_total(S, E, row, hi):  # pragma: no cover - compiled
+    """Σ of the lanes (S, E) and of row[0..hi] (the rows below the last full block)."""
+    s = 0.0
+    e = 0.0
+    for i in range(hi + 1):
+        s, e = _two_sum(s, e, row[i])
+    for i in range(S.shape[0]):
+        s, e = _two_sum(s, e, S[i])
+        e += E[i]
+    return s + e
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no cover - compiled
+    # Several heads, block by block from the last row: L rows, then their mass into the lanes
+    # (_lanes_add); the n mod L rows at the start of the row last. Four rows per pass over the
+    # heads (the states G and the per-head constants loaded once for four rows), the heads in
+    # vector lanes: the sums p_j d_j + Σ_h ω_h G_h(j+1) are reassociated (bound (*)).
     k, n = P.shape
-    nt = w_off.shape[0]
-    r0 = r[0]
-    c0 = lam * hw[0]
+    H = G.shape[0]
+    L = S.shape[0]
     a = 1.0 - lam
+    last = w_off.shape[0] - 1
+    rest = n % L
+    for b in range(k):
+        G[:] = 0.0
+        S[:] = 0.0
+        E[:] = 0.0
+        row = out[b]
+        j = n - 1
+        while j >= 0:
+            lo = j - L + 1 if j >= rest else 0  # the block of rows lo..j
+            while j - 3 >= lo:
+                p1 = P[b, j]
+                p2 = P[b, j - 1]
+                p3 = P[b, j - 2]
+                p4 = P[b, j - 3]
+                i1, i2, i3, i4 = min(j, last), min(j - 1, last), min(j - 2, last), min(j - 3, last)
+                a1 = 0.0
+                a2 = 0.0
+                a3 = 0.0
+                a4 = 0.0
+                for h in range(H):
+                    c = hw[h]
+                    rr = r[h]
+                    g = G[h]
+                    a1 += c * g
+                    g = p1 * w_off[i1, h] + rr * g
+                    a2 += c * g
+                    g = p2 * w_off[i2, h] + rr * g
+                    a3 += c * g
+                    g = p3 * w_off[i3, h] + rr * g
+                    a4 += c * g
+                    G[h] = p4 * w_off[i4, h] + rr * g
+                row[j] = a * p1 + lam * (p1 * diag[j] + a1)
+                row[j - 1] = a * p2 + lam * (p2 * diag[j - 1] + a2)
+                row[j - 2] = a * p3 + lam * (p3 * diag[j - 2] + a3)
+                row[j - 3] = a * p4 + lam * (p4 * diag[j - 3] + a4)
+                j -= 4
+            while j >= lo:
+                p1 = P[b, j]
+                row[j] = a * p1 + lam * (p1 * diag[j] + _heads1(G, hw, r, w_off, min(j, last), p1))
+                j -= 1
+            if lo > 0 or rest == 0:
+                _lanes_add(row[lo : lo + L], S, E)
+        sums[b] = _lanes_total(S, E, row, rest - 1)
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _one_head_rows(P, b, row, hi, lo, diag, w_off, r0, c0, lam, G):  # pragma: no cover
+    """Rows hi, …, lo of the step of one head into ``row``; returns the state G after row lo
+    (G enters as the state after row hi + 1).
+
+    The state stays in a register. The stationary rows (j ≥ nt − 1, constant weight w) advance
+    two rows per fused multiply-add on the carried state,
+
+        G(j−1) = w (p_{j−1} + r p_j) + r² G(j+1),
+
+    with G(j) = p_j w + r G(j+1) formed beside it for row j − 1's output, so the loop is not
+    held to one multiply-add latency per row. Rounding: a term of G meets two roundings per
+    two rows on either route (r² rounded, then the multiply-add; or two multiply-adds), and a
+    p_j three (multiply-add, product, multiply-add), as in the row-by-row recurrence: the same
+    bound (rollout module docstring), other bits."""
+    n = row.shape[0]
+    nt = w_off.shape[0]
+    a = 1.0 - lam
+    r2 = r0 * r0
     w_last = w_off[nt - 1, 0]
     d_last = a + lam * diag[n - 1]
+    j = hi
+    while j - 1 >= lo and j >= nt:  # rows j and j − 1, both stationary (j − 1 ≥ nt − 1)
+        p1 = P[b, j]
+        p2 = P[b, j - 1]
+        row[j] = d_last * p1 + c0 * G
+        row[j - 1] = d_last * p2 + c0 * (p1 * w_last + r0 * G)
+        G = w_last * (p2 + r0 * p1) + r2 * G
+        j -= 2
+    while j >= lo and j >= nt - 1:
+        pj = P[b, j]
+        row[j] = d_last * pj + c0 * G
+        G = pj * w_last + r0 * G
+        j -= 1
+    while j >= lo:
+        pj = P[b, j]
+        row[j] = (a + lam * diag[j]) * pj + c0 * G
+        G = pj * w_off[j, 0] + r0 * G
+        j -= 1
+    return G
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _step_one_head(P, diag, w_off, r, hw, lam, out, sums, S, E):  # pragma: no cover - compiled
+    # one head, block by block as _step_heads (_one_head_rows)
+    k, n = P.shape
+    L = S.shape[0]
+    r0 = r[0]
+    c0 = lam * hw[0]
     for b in range(k):
+        S[:] = 0.0
+        E[:] = 0.0
+        row = out[b]
         G = 0.0
-        j = n - 1
-        while j >= nt - 1 and j >= 0:
-            pj = P[b, j]
-            out[b, j] = d_last * pj + c0 * G
-            G = pj * w_last + r0 * G
-            j -= 1
-        while j >= 0:
-            pj = P[b, j]
-            out[b, j] = (a + lam * diag[j]) * pj + c0 * G
-            G = pj * w_off[j, 0] + r0 * G
-            j -= 1
+        rest = n % L
+        for hi in range(n - 1, rest - 1, -L):
+            G = _one_head_rows(P, b, row, hi, hi - L + 1, diag, w_off, r0, c0, lam, G)
+            _lanes_add(row[hi - L + 1 : hi + 1], S, E)
+        _one_head_rows(P, b, row, rest - 1, 0, diag, w_off, r0, c0, lam, G)
+        sums[b] = _lanes_total(S, E, row, rest - 1)
+
+
+class _Work(threading.local):
+    """Work buffers of the steps, one set per thread, grown when a larger one is needed and
+    reused by every later step (no array is allocated per layer): the head states G (H,), the
+    mass lanes S, E (LANES,), the row sums (k,) and the rows' last column (k,) as the step
+    wrote it; ``written`` is a weak reference to the rows last written (None before any)."""
+
+    def __init__(self):
+        self.G = np.empty(0)
+        self.S = np.empty(LANES)
+        self.E = np.empty(LANES)
+        self.sums = np.empty(0)
+        self.last = np.empty(0)
+        self.written = None
+
+    def buffers(self, k: int, H: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.G.size < H:
+            self.G = np.empty(H)
+        if self.sums.size < k:
+            self.sums, self.last = np.empty(k), np.empty(k)
+        return self.G[:H], self.sums[:k]
+
+    def record(self, out) -> None:
+        """Mark ``out`` as the rows whose sums ``sums[:k]`` hold."""
+        np.copyto(self.last[: out.shape[0]], out[:, -1])
+        self.written = weakref.ref(out)
+
+
+_WORK = _Work()
 
 
 def alibi_step(P, diag, w_off, r, hw, lam, out):
-    """Write ``(1 - lam) P + lam P A`` into ``out`` (shapes: P, out (k, n); diag (n,);
-    w_off (nt, H); r, hw (H,)); dispatches to the one-head kernel when H = 1."""
+    """Write ``(1 - lam) P + lam P A`` into ``out`` (shapes: P, out (k, n) C-contiguous float64;
+    diag (n,); w_off (nt, H); r, hw (H,)); dispatches to the one-head kernel when H = 1.
+
+    The compensated row sums Σ_j out[b, j] are formed while ``out`` is written (the lanes
+    above: _sum2's bound), and :func:`mass_update` takes them instead of reading ``out`` again
+    when it is handed this ``out`` (as the rollout does right after each step). The head sums
+    of several heads are reassociated, within the bound (*) above."""
+    w = _WORK
+    G, sums = w.buffers(P.shape[0], r.shape[0])
     if r.shape[0] == 1:
-        _step_one_head(P, diag, w_off, r, hw, lam, out)
+        _step_one_head(P, diag, w_off, r, hw, lam, out, sums, w.S, w.E)
     else:
-        _step_heads(P, diag, w_off, r, hw, lam, out)
+        _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, w.S, w.E)
+    w.record(out)
+
+
+def _folded_sums(P):
+    """The row sums this thread's last step formed while writing ``P``, or None when ``P`` is
+    not that step's output or its last column changed since (rows rescaled in place)."""
+    w = _WORK
+    if w.written is None or w.written() is not P:
+        return None
+    k = P.shape[0]
+    if not np.array_equal(P[:, -1], w.last[:k]):
+        return None
+    return w.sums[:k]
 
 
 @njit(cache=True, nogil=True)
@@ -184,16 +393,35 @@ def row_sums(P, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def mass_update(P, S, target, budget, trusted):  # pragma: no cover - compiled
-    """One step of the rollout's mass bookkeeping, in place on S and target (shapes (k,)).
-
-    S_new = Σ_j P[b, j] (compensated). A step of a row-stochastic kernel (``trusted``) whose
-    defect |S_new − S| is within ``budget``·S is rounding and leaves ``target`` alone; any
-    other change of mass is real and ``target`` follows it (target · S_new/S).
-    """
-    for b in range(P.shape[0]):
-        s_new = _sum2(P, b)
+def _mass_from_sums(sums, S, target, budget, trusted):  # pragma: no cover - compiled
+    # the bookkeeping of mass_update for given compensated row sums
+    for b in range(sums.shape[0]):
+        s_new = sums[b]
         s = S[b]
         if s > 0.0 and not (trusted and abs(s_new - s) <= budget * s):
             target[b] *= s_new / s
         S[b] = s_new
+
+
+@njit(cache=True, nogil=True)
+def _mass_update_rows(P, S, target, budget, trusted):  # pragma: no cover - compiled
+    sums = np.empty(P.shape[0])
+    for b in range(P.shape[0]):
+        sums[b] = _sum2(P, b)
+    _mass_from_sums(sums, S, target, budget, trusted)
+
+
+def mass_update(P, S, target, budget, trusted):
+    """One step of the rollout's mass bookkeeping, in place on S and target (shapes (k,)).
+
+    S_new = Σ_j P[b, j] (compensated): the sums :func:`alibi_step` formed while writing ``P``
+    when ``P`` is its latest output, else :func:`_sum2` over the rows. A step of a
+    row-stochastic kernel (``trusted``) whose defect |S_new − S| is within ``budget``·S is
+    rounding and leaves ``target`` alone; any other change of mass is real and ``target``
+    follows it (target · S_new/S).
+    """
+    sums = _folded_sums(P)
+    if sums is None:
+        _mass_update_rows(P, S, target, budget, bool(trusted))
+    else:
+        _mass_from_sums(sums, S, target, budget, bool(trusted))

@@ -1,5 +1,6 @@
 r"""PaTH transport at chunked speed: route scores and attention outputs of Householder steps
-(paper [B], claim AT18), by a compact-WY / UT-transform recurrence over chunks of C steps.
+(paper [B], claim AT18), by a compact-WY / UT-transform recurrence over chunks of C steps and
+dense D × D transports across superblocks of G chunks.
 
 Re-exported by :mod:`posflow.simulate.transport`, whose docstring states the route conventions.
 Steps H_s = I − β_s w_s w_sᵀ with ‖w_s‖ = 1 and β_s ∈ [0, 2] (symmetric, ‖H_s‖₂ ≤ 1; orthogonal
@@ -18,11 +19,11 @@ B = diag β) the product with the later step on the left is
 L lower triangular. Proof by induction: H_m (I − W'ᵀL'W') = I − W'ᵀL'W' − β_m w_m w_mᵀ +
 β_m w_m (w_mᵀW'ᵀ) L'W', so row m of L is β_m e_m − β_m Σ_{s<m} (w_m·w_s) L_s, i.e.
 (I + B tril(G, −1)) L = B with G = W Wᵀ. No division by β (β = 0 is allowed). The inverse of the
-unit lower-triangular matrix is formed by recursive doubling of its diagonal blocks
-(X_21 = −X_22 A_21 X_11 on 1, 2, 4, … blocks; matrix products only, log₂ C levels). As the
-diagonal blocks of the inverse of a block-triangular matrix are the inverses of its diagonal
-blocks, the product of any sub-range a′ … e′ of the chunk is I − Wᵀ L W restricted to those
-rows and columns. Hence, with local indices and masks tril (s ≤ i) and tril(·, −1) (r > j):
+unit lower-triangular matrix is formed by one batched linear solve over all chunks (LU; the
+system is well conditioned, see Rounding). As the diagonal blocks of the inverse of a
+block-triangular matrix are the inverses of its diagonal blocks, the product of any sub-range
+a′ … e′ of the chunk is I − Wᵀ L W restricted to those rows and columns. Hence, with local
+indices and masks tril (s ≤ i) and tril(·, −1) (r > j):
 
 .. math::
 
@@ -32,50 +33,72 @@ rows and columns. Hence, with local indices and masks tril (s ≤ i) and tril(·
 
 where row i of Q̃ is q_iᵀ H_i ⋯ H_a (the query carried to the chunk start) and row j of K̂ is
 (H_e ⋯ H_{j+1} k_j)ᵀ (the key carried to the chunk end); in S^intra the sum runs over
-j < r ≤ s ≤ i, exactly the steps of the route.
+j < r ≤ s ≤ i, exactly the steps of the route. The chunk transport P_m = I − W_mᵀ L_m W_m is
+formed as a dense D × D matrix (C·D² multiply-adds).
 
 **Inter-chunk terms (queries carried across chunk boundaries).** For a query in chunk c and a
 key in chunk c − ℓ, ℓ ≥ 1, P_{j→i} = (H_i ⋯ H_{cC}) P_{c−1} ⋯ P_{c−ℓ+1} (H_{(c−ℓ+1)C−1} ⋯
-H_{j+1}) with P_m = I − W_mᵀ L_m W_m, so
+H_{j+1}), so
 
 .. math::
 
     S_{c,\,c-\ell} = X^{(\ell)}_c \hat K_{c-\ell}^\top, \qquad X^{(1)}_c = \tilde Q_c, \qquad
-    X^{(\ell+1)}_c = X^{(\ell)}_c P_{c-\ell}
-                   = X^{(\ell)}_c - (X^{(\ell)}_c W_{c-\ell}^\top)(L_{c-\ell} W_{c-\ell}).
+    X^{(\ell+1)}_c = X^{(\ell)}_c P_{c-\ell},
 
-All query chunks advance one lag at a time together (one batched product per lag).
-:func:`path_attention` folds each lag's block into an online (max-shifted) softmax with the
-values, so it never forms a T × T array.
+both from one product X^{(ℓ)}_c [K̂_{c−ℓ}ᵀ | P_{c−ℓ}] (C × (C + D) columns). All query chunks
+advance one lag at a time together (one batched product per lag).
 
-**Cost** (N = ⌈T/C⌉ chunks, T padded to N·C with identity steps β = 0). UT transform and local
-terms O(T·C·(C + D)); inter-chunk carry ≈ 3·C²·D per block pair, N(N − 1)/2 pairs, ≈ 1.5·T²·D
-multiply-adds. Total O(T²·D + T·C·(C + D)) flops (attention adds O(T²·D_v)); sequential depth N
-lags (+ log₂ C levels of the UT inversion), against T for the per-query sweep. Memory: the
-scores return T × T (a block array of the same size is built to assemble it);
-:func:`path_attention` needs O(T·(C + D + D_v)) beyond its inputs (the bias, when given, is the
-caller's T × T).
+**Superblocks.** Chunks are grouped G at a time into superblocks of S = G·C steps (G ≤ 8 chunks,
+S ≈ 256 steps, balanced so that the padding stays below one superblock). Within each superblock
+the lags ℓ < G run as above (batched over all superblocks); the same loop leaves every query
+carried to its superblock's first step (Q̄, the last carry of each chunk), and the suffix
+products F_c = P_{e} ⋯ P_{c+1} of the superblock carry every key to its last step
+(K̄_c = K̂_c F_cᵀ) and give the superblock transport Π = F_first P_first (D × D). Across
+superblocks the same recurrence runs with S × S blocks:
+S_{A, A−λ} = X̄^{(λ)}_A K̄_{A−λ}ᵀ, X̄^{(λ+1)}_A = X̄^{(λ)}_A Π_{A−λ}, from one product
+X̄ [K̄ᵀ | Π] of S × (S + D) columns. :func:`path_attention` folds each block into an online
+(max-shifted, base-2) softmax with the values, so it never forms a T × T array;
+:func:`householder_route_scores` writes every block once into the preallocated T × T result;
+:func:`path_score_rows` writes the rows start … m − 1 only (the query-chunked evaluation of the
+training code's ``Path`` scheme), without validation, in the inputs' dtype, differentiable.
+
+**Cost** (N = ⌈T/C⌉ chunks, M = ⌈N/G⌉ superblocks, T padded to M·S with identity steps β = 0).
+UT transform and local terms O(T·C·(C + D)); chunk transports and their suffix products
+O(T·D² + N·D³); within superblocks ≈ T·S·D·(C + D)/(2C); across superblocks
+≈ T²·D·(S + D)/(2S) multiply-adds (1.25·T²·D/2 at S = 256, D = 64, against 3·T²·D/2 for the
+factored carry X − (X Wᵀ)(L W) of chunk pairs). Sequential depth G + M lags (+ the C steps of
+the batched solve), against T for the per-query sweep. Memory: the scores return T × T (written
+in place, no second T × T array); :func:`path_attention` needs O(T·(S + D + D_v)) beyond its
+inputs (the bias, when given, is the caller's T × T).
 
 **Rounding.** Expanding H_s X H_r with X = H_{s−1} ⋯ H_{r+1} shows that the only w_s w_rᵀ term
 is β_s β_r (w_sᵀ X w_r) w_s w_rᵀ, so L_ss = β_s and L_sr = −β_s β_r w_sᵀ H_{s−1} ⋯ H_{r+1} w_r
-(s > r): as ‖H‖₂ ≤ 1, |L_sr| ≤ β_s β_r ≤ 4 and |((I + A)⁻¹)_sr| ≤ 2 — the triangular system is
-well conditioned for every input (parallel w and D < C included). Each score is then a chain of
-≤ N carries by norm-≤ 1 factors, each built from D-term and C-term sums with O(1)
-coefficients: error ≲ (N + 1)·(2D + 4C²)·u·‖q‖‖k‖ to first order (the bound AT18 uses), about
-1e-15 relative in practice.
+(s > r): as ‖H‖₂ ≤ 1, |L_sr| ≤ β_s β_r ≤ 4 and |((I + A)⁻¹)_sr| ≤ 2; with |A_sr| ≤ 2 the
+triangular system has κ∞ ≤ (2C − 1)² and is well conditioned for every input (parallel w and
+D < C included). Along any route each of the
+≤ N chunk transports enters once, through one D-term product (a carry X P, a suffix product
+F P or a superblock carry X̄ Π) of factors of norm ≤ 1, each built from D-term and C-term sums
+with O(1) coefficients: error ≲ (N + 1)·(2D + 4C²)·u·‖q‖‖k‖ to first order (the bound AT18
+uses), about 1e-15 relative in practice. The softmax of :func:`path_attention` works in base 2
+(σ·log₂e folded into the queries, exp2 where the backend has it): the same rounding as exp.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from typing import NamedTuple
 
 import array_api_compat as aac
 
 from posflow.simulate._arrays import Place, as_float, check_int, namespace_of
 from posflow.simulate._routes import check_route
 
-__all__ = ["householder_route_scores", "path_attention"]
+__all__ = ["householder_route_scores", "path_attention", "path_score_rows"]
+
+_LOG2E = 1.0 / math.log(2.0)
+_SPAN = 256  # target superblock length S = G·C
+_GROUP = 8  # at most G chunks per superblock
 
 
 def _check(q, k, w, beta, route: str, chunk: int, v=None):
@@ -127,46 +150,19 @@ def _pad_rows(xp, x, rows: int, axis: int):
     return xp.concat([x, xp.zeros(tuple(shape), dtype=x.dtype, device=aac.device(x))], axis=axis)
 
 
-def _chunks(xp, x, n: int, c: int):
-    """(..., T, D) → (..., N, C, D), zero rows appended up to N·C."""
-    x = _pad_rows(xp, x, n * c - x.shape[-2], -2)
-    return xp.reshape(x, (*x.shape[:-2], n, c, x.shape[-1]))
-
-
 def _unit_lower_inverse(xp, a):
-    """(I + A)⁻¹ for strictly lower-triangular A (..., C, C), by recursive doubling."""
-    c = a.shape[-1]
-    c2 = 1 << (c - 1).bit_length()
-    a = _pad_rows(xp, _pad_rows(xp, a, c2 - c, -1), c2 - c, -2)
-    lead = tuple(a.shape[:-2])
-    dev = aac.device(a)
-    x = xp.ones((*lead, c2, 1, 1), dtype=a.dtype, device=dev)  # inverses of 1×1 blocks
-    b = 1
-    while b < c2:
-        m = c2 // (2 * b)
-        # diagonal blocks of size 2b: (..., m, 2b, m, 2b) → take the (i, i) blocks
-        blocks = xp.reshape(a, (*lead, m, 2 * b, m, 2 * b))
-        blocks = xp.permute_dims(
-            blocks, (*range(len(lead)), len(lead), len(lead) + 2, len(lead) + 1, len(lead) + 3)
-        )
-        blocks = xp.reshape(blocks, (*lead, m * m, 2 * b, 2 * b))
-        idx = xp.arange(0, m * m, m + 1, device=dev)
-        a21 = xp.take(blocks, idx, axis=len(lead))[..., b:, :b]
-        x11, x22 = x[..., 0::2, :, :], x[..., 1::2, :, :]
-        x21 = -(x22 @ (a21 @ x11))
-        zero = xp.zeros(tuple(x11.shape), dtype=a.dtype, device=dev)
-        x = xp.concat([xp.concat([x11, zero], axis=-1), xp.concat([x21, x22], axis=-1)], axis=-2)
-        b *= 2
-    return x[..., 0, :c, :c]
+    """(I + A)⁻¹ for strictly lower-triangular A (..., C, C), by one batched linear solve."""
+    eye = xp.eye(a.shape[-1], dtype=a.dtype, device=aac.device(a))
+    return xp.linalg.solve(eye + a, xp.broadcast_to(eye, tuple(a.shape)))
 
 
 def _ut_transform(xp, w, beta):
     """L with H_e ⋯ H_a = I − Wᵀ L W per chunk: w (..., N, C, D), β (..., N, C) → (..., N, C, C).
 
-    L = (I + B tril(W Wᵀ, −1))⁻¹ B (lower triangular).
+    L = (I + B tril(W Wᵀ, −1))⁻¹ B (lower triangular; tril keeps the solve's zeros exact).
     """
     a = beta[..., :, None] * xp.tril(w @ xp.matrix_transpose(w), k=-1)
-    return _unit_lower_inverse(xp, a) * beta[..., None, :]
+    return xp.tril(_unit_lower_inverse(xp, a)) * beta[..., None, :]
 
 
 def _carry(xp, x, w, lw):
@@ -174,24 +170,138 @@ def _carry(xp, x, w, lw):
     return x - (x @ xp.matrix_transpose(w)) @ lw
 
 
-def _prepare(at: Place, q, k, w, beta, shift: int, chunk: int):
-    """Chunked pieces: (N, C, W, L·W, intra scores, Q̃, K̂), all (..., N, C, ·)."""
-    xp = at.xp
-    t = q.shape[-2]
+def _exp2(xp, x):
+    """2^x: ``exp2`` where the namespace has it (NumPy, torch, CuPy), else exp(x·ln 2)."""
+    f = getattr(xp, "exp2", None)
+    return f(x) if f is not None else xp.exp(x * math.log(2.0))
+
+
+def _layout(t: int, chunk: int) -> tuple[int, int, int]:
+    """(C, G, M): chunk length, chunks per superblock and superblocks; M·G·C ≥ T > (M − 1)·G·C.
+
+    C = min(chunk, T); G ≤ 8 chunks with G·C ≈ 256, balanced over the N = ⌈T/C⌉ chunks so that
+    fewer than G·C padded steps are added.
+    """
+    c = min(chunk, t)
+    n = -(-t // c)
+    per = max(1, min(_GROUP, -(-_SPAN // c)))
+    g = -(-n // -(-n // per))
+    return c, g, -(-n // g)
+
+
+class _Route(NamedTuple):
+    """The pieces of the route scores, per superblock of S steps (M superblocks)."""
+
+    span: int  # S = G·C
+    m: int  # M
+    intra: object  # (..., M, S, S): scores within each superblock (entries j > i: the fill)
+    q_start: object  # (..., M, S, D): queries carried to their superblock's first step
+    k_end: object  # (..., M, S, D): keys carried to their superblock's last step
+    hop: object  # (..., M, D, D): Π, the product of all steps of each superblock
+
+
+def _route(xp, q, k, w, beta, shift: int, chunk: int, fill: float) -> _Route:
+    """Chunk and superblock pieces of the route scores (no validation; keeps the dtype).
+
+    q, k, w (..., T, D); β (..., T). Inside each superblock: the UT transform, the local terms
+    and the lag loop over its G chunks (fused carry X [K̂ᵀ | P]), entries j > i set to ``fill``;
+    then the queries carried to the superblock start, the keys carried to its end and its
+    transport Π (None when M = 1).
+    """
+    t, d = q.shape[-2], q.shape[-1]
+    lead = tuple(q.shape[:-2])
+    dev = aac.device(q)
     if shift == 0:  # from_source: H'_t = H_{t−1}, H'_0 = I
         w = xp.concat([xp.zeros_like(w[..., :1, :]), w[..., :-1, :]], axis=-2)
         beta = xp.concat([xp.zeros_like(beta[..., :1]), beta[..., :-1]], axis=-1)
-    c = min(chunk, t)
-    n = -(-t // c)
-    qc, kc, wc = (_chunks(xp, x, n, c) for x in (q, k, w))
-    bc = xp.reshape(_pad_rows(xp, beta, n * c - t, -1), (*beta.shape[:-1], n, c))
+    c, g, m = _layout(t, chunk)
+    span = g * c
+    pad = m * span - t
+    qc, kc, wc = (
+        xp.reshape(_pad_rows(xp, x, pad, -2), (*lead, m, g, c, d)) for x in (q, k, w)
+    )
+    bc = xp.reshape(_pad_rows(xp, beta, pad, -1), (*lead, m, g, c))
+    tr = xp.matrix_transpose
     lc = _ut_transform(xp, wc, bc)
-    wk_lower = xp.tril(wc @ xp.matrix_transpose(kc), k=-1)
-    u = xp.tril(qc @ xp.matrix_transpose(wc)) @ lc
-    intra = qc @ xp.matrix_transpose(kc) - u @ wk_lower
-    q_start = qc - u @ wc
-    k_end = kc - xp.matrix_transpose(wk_lower) @ (xp.matrix_transpose(lc) @ wc)
-    return n, c, wc, lc @ wc, intra, q_start, k_end
+    wk = xp.tril(wc @ tr(kc), k=-1)
+    u = xp.tril(qc @ tr(wc)) @ lc
+    pos = xp.arange(c, device=dev)
+    intra = xp.where(pos[None, :] <= pos[:, None], qc @ tr(kc) - u @ wk, fill)  # (..., M, G, C, C)
+    x = qc - u @ wc  # Q̃: queries at their chunk's first step
+    k_hat = kc - tr(wk) @ (tr(lc) @ wc)  # K̂: keys at their chunk's last step
+    eye = xp.eye(d, dtype=q.dtype, device=dev)
+    hops = _carry(xp, eye, wc, lc @ wc)  # P = I − Wᵀ L W per chunk, (..., M, G, D, D)
+    if g == 1:
+        blocks = intra[..., 0, :, :]
+        starts = [x]
+    else:
+        kp = xp.concat([tr(k_hat), hops], axis=-1)  # (..., M, G, D, C + D)
+        blocks = xp.full((*lead, m, g, c, g, c), fill, dtype=q.dtype, device=dev)
+        for i in range(g):
+            blocks[..., i, :, i, :] = intra[..., i, :, :]
+        starts = [x[..., :1, :, :]]
+        x = x[..., 1:, :, :]
+        for lag in range(1, g):
+            y = x @ kp[..., : g - lag, :, :]  # S(i + lag, i) | X carried one chunk back
+            for i in range(g - lag):
+                blocks[..., lag + i, :, i, :] = y[..., i, :, :c]
+            starts.append(y[..., :1, :, c:])  # chunk `lag` has reached the superblock start
+            x = y[..., 1:, :, c:]
+        blocks = xp.reshape(blocks, (*lead, m, span, span))
+    if m == 1:
+        return _Route(span, 1, blocks, None, None, None)
+    # suffix products F_i = P_{G−1} ⋯ P_{i+1} carry the keys to the superblock end
+    f = [xp.broadcast_to(eye, (*hops.shape[:-3], d, d))]
+    for i in range(g - 1, 0, -1):
+        f.append(f[-1] @ hops[..., i, :, :])
+    hop = f[-1] @ hops[..., 0, :, :]
+    k_end = k_hat @ tr(xp.stack(f[::-1], axis=-3))
+    q_start = xp.concat(starts, axis=-3)
+    return _Route(
+        span,
+        m,
+        blocks,
+        xp.reshape(q_start, (*lead, m, span, d)),
+        xp.reshape(k_end, (*lead, m, span, d)),
+        hop,
+    )
+
+
+def _put(out, rows: slice, cols: slice, block) -> None:
+    """``out[..., rows, cols] = block``: the only writes into a score result."""
+    out[..., rows, cols] = block
+
+
+def _fill_rows(xp, r: _Route, out, row0: int, fill: float) -> None:
+    """Scores of query rows row0 … T − 1 into ``out`` (..., T − row0, T), each entry written once.
+
+    Entries j > i get ``fill`` (inside the diagonal superblocks the route already holds it). Only
+    the superblocks holding rows ≥ row0 are computed across superblocks (lags over S × S blocks,
+    fused carry X̄ [K̄ᵀ | Π]).
+    """
+    t, s = out.shape[-1], r.span
+    a0 = row0 // s
+
+    def rows(a):  # the rows of superblock a in ``out`` and in its blocks
+        lo, hi = max(a * s, row0), min((a + 1) * s, t)
+        return slice(lo - row0, hi - row0), slice(lo - a * s, hi - a * s)
+
+    for a in range(a0, r.m):
+        (ro, rb), hi = rows(a), min((a + 1) * s, t)
+        _put(out, ro, slice(a * s, hi), r.intra[..., a, rb, : hi - a * s])
+        if hi < t:
+            _put(out, ro, slice(hi, t), fill)
+    if r.m == 1:
+        return
+    kp = xp.concat([xp.matrix_transpose(r.k_end), r.hop], axis=-1)  # (..., M, D, S + D)
+    x = r.q_start[..., max(a0, 1) :, :, :]
+    for lag in range(1, r.m):
+        first = max(a0, lag)
+        y = x @ kp[..., first - lag : r.m - lag, :, :]
+        for i, a in enumerate(range(first, r.m)):
+            ro, rb = rows(a)
+            _put(out, ro, slice((a - lag) * s, (a - lag + 1) * s), y[..., i, rb, :s])
+        x = y[..., int(lag >= a0) :, :, s:]
 
 
 def householder_route_scores(q, k, w, beta, route: str = "path", chunk: int = 64):
@@ -222,37 +332,65 @@ def householder_route_scores(q, k, w, beta, route: str = "path", chunk: int = 64
     s : array, shape (..., T, T)
         Float64 on the inputs' backend; entries above the diagonal (j > i) are −inf.
 
-    Cost O(T²·D + T·C·(C + D)) flops, sequential depth ⌈T/C⌉; memory O(T²) for the result.
+    Cost O(T²·D + T·C·(C + D) + T·D²) flops, sequential depth G + ⌈T/(G·C)⌉ lags; memory the
+    T × T result, written in place block by block (no second T × T array).
     Raises ValueError for mismatched shapes, non-unit w (tolerance 1e-12), β outside [0, 2],
     non-finite input, an unknown route; TypeError for a non-integer chunk.
     """
     at, q, k, w, beta, _, shift, chunk = _check(q, k, w, beta, route, chunk)
     xp = at.xp
     t = q.shape[-2]
-    n, c, wc, lw, intra, x, k_end = _prepare(at, q, k, w, beta, shift, chunk)
-    diag = [intra]  # diag[ℓ][..., c', :, :] = S(c' + ℓ, c')
-    x = x[..., 1:, :, :]
-    for lag in range(1, n):
-        diag.append(x @ xp.matrix_transpose(k_end[..., : n - lag, :, :]))
-        x = _carry(xp, x[..., 1:, :, :], wc[..., 1 : n - lag, :, :], lw[..., 1 : n - lag, :, :])
-    # E[ℓ, c'] = S(c' + ℓ, c') (zero blocks for c' ≥ N − ℓ); gather S(c, c') = E[c − c', c']
-    e = xp.stack([_pad_rows(xp, d, lag, -3) if lag else d for lag, d in enumerate(diag)], axis=-4)
-    e = xp.reshape(e, (*e.shape[:-4], n * n, c, c))
-    i = xp.arange(n, device=at.device)
-    ii, jj = i[:, None], i[None, :]
-    idx = xp.where(jj <= ii, (ii - jj) * n + jj, (n - 1) * n + jj)
-    blocks = xp.take(e, xp.reshape(idx, (n * n,)), axis=e.ndim - 3)
-    lead = tuple(blocks.shape[:-3])
-    blocks = xp.reshape(blocks, (*lead, n, n, c, c))
-    r = len(lead)
-    blocks = xp.permute_dims(blocks, (*range(r), r, r + 2, r + 1, r + 3))
-    s = xp.reshape(blocks, (*lead, n * c, n * c))[..., :t, :t]
-    pos = xp.arange(t, device=at.device)
-    return xp.where(pos[None, :] <= pos[:, None], s, -math.inf)
+    out = xp.empty((*q.shape[:-2], t, t), dtype=q.dtype, device=at.device)
+    _fill_rows(xp, _route(xp, q, k, w, beta, shift, chunk, -math.inf), out, 0, -math.inf)
+    return out
 
 
-def _bias_blocks(at: Place, bias, t: int, n: int, c: int, lead):
-    """The bias as (..., N·N, C, C) blocks, flat index c·N + c' (None stays None)."""
+def path_score_rows(q, k, w, beta, start: int = 0, chunk: int = 64):
+    r"""Route-``path`` scores of the queries at positions start … m − 1 against keys 0 … m − 1.
+
+    .. math::
+
+        s_{ij} = q_i^\top H_i \cdots H_{j+1} k_j, \qquad H_t = I - \beta_t w_t w_t^\top
+
+    by the chunked algorithm of :func:`householder_route_scores`, for training code (claims
+    AT18, AT20): no validation, the inputs' dtype and backend kept, differentiable (torch
+    autograd) in q, k, w and β.
+
+    Parameters
+    ----------
+    q : array, shape (..., c, D)
+        Queries at positions start … start + c − 1.
+    k, w : array, shape (..., m, D), m = start + c
+        Keys and unit step vectors at positions 0 … m − 1.
+    beta : array, shape (..., m)
+        Step strengths in [0, 2].
+    start : int ≥ 0
+    chunk : int ≥ 1
+        Chunk length C.
+
+    Returns
+    -------
+    s : array, shape (..., c, m)
+        Row r holds position start + r; entries with j > i are 0.
+
+    Cost O(c·m·D + m·(C + S)·D + m·D²), S ≈ 256 the superblock length; memory the result plus
+    O(m·(S + D)).
+    """
+    xp = namespace_of(q, k, w, beta).xp
+    rows, m = q.shape[-2], k.shape[-2]
+    if start:
+        q = xp.concat([xp.zeros((*q.shape[:-2], start, q.shape[-1]), dtype=q.dtype,
+                                device=aac.device(q)), q], axis=-2)  # fmt: skip
+    out = xp.empty((*q.shape[:-2], rows, m), dtype=q.dtype, device=aac.device(q))
+    _fill_rows(xp, _route(xp, q, k, w, beta, 1, chunk, 0.0), out, start, 0.0)
+    return out
+
+
+def _bias_blocks(at: Place, bias, t: int, span: int, m: int, lead):
+    """The bias in base-2 units as S × S blocks: lag ℓ ↦ blocks (A, A − ℓ), (..., M − ℓ, S, S).
+
+    Returns None for no bias. Blocks of the last superblock are padded with zeros to S × S.
+    """
     if bias is None:
         return None
     xp = at.xp
@@ -266,13 +404,14 @@ def _bias_blocks(at: Place, bias, t: int, n: int, c: int, lead):
             f"bias must have shape (..., {t}, {t}) broadcasting to {tuple(lead)} + ({t}, {t}); "
             f"got {tuple(bias.shape)}"
         )
-    p = n * c - t
-    bias = _pad_rows(xp, _pad_rows(xp, bias, p, -1), p, -2)
-    b_lead = tuple(bias.shape[:-2])
-    r = len(b_lead)
-    bias = xp.reshape(bias, (*b_lead, n, c, n, c))
-    bias = xp.permute_dims(bias, (*range(r), r, r + 2, r + 1, r + 3))
-    return xp.reshape(bias, (*b_lead, n * n, c, c))
+    bias = _LOG2E * bias
+
+    def block(a, b):
+        x = bias[..., a * span : min((a + 1) * span, t), b * span : min((b + 1) * span, t)]
+        x = _pad_rows(xp, x, span - x.shape[-2], -2)
+        return _pad_rows(xp, x, span - x.shape[-1], -1)
+
+    return lambda lag: xp.stack([block(a, a - lag) for a in range(lag, m)], axis=-3)
 
 
 def path_attention(
@@ -286,8 +425,9 @@ def path_attention(
               {\sum_{j' \le i} \exp(\sigma s_{ij'} + b_{ij'})}\, v_j,
         \qquad s_{ij} = q_i^\top P_{j\to i} k_j,\quad \sigma = 1/\sqrt{D}
 
-    with the route scores of :func:`householder_route_scores`, folded lag by lag into an online
-    (max-shifted) softmax, so no T × T array is formed (claim AT18, the PaTH scheme of AT20).
+    with the route scores of :func:`householder_route_scores`, folded block by block into an
+    online (max-shifted) softmax, so no T × T array is formed (claim AT18, the PaTH scheme of
+    AT20).
 
     Parameters
     ----------
@@ -311,10 +451,10 @@ def path_attention(
     o : array, shape (..., T, D_v)
         Float64 on the inputs' backend.
 
-    Cost O(T²·(D + D_v) + T·C·(C + D)) flops, sequential depth ⌈T/C⌉; memory O(T·(C + D + D_v))
-    beyond the inputs. Raises ValueError for mismatched shapes, non-unit w (tolerance 1e-12),
-    β outside [0, 2], non-finite input or scale, an unknown route; TypeError for a non-integer
-    chunk.
+    Cost O(T²·(D + D_v) + T·C·(C + D) + T·D²) flops, sequential depth G + ⌈T/(G·C)⌉ lags;
+    memory O(T·(S + D + D_v)) beyond the inputs, S ≈ 256 the superblock length. Raises
+    ValueError for mismatched shapes, non-unit w (tolerance 1e-12), β outside [0, 2],
+    non-finite input or scale, an unknown route; TypeError for a non-integer chunk.
     """
     at, q, k, w, beta, v, shift, chunk = _check(q, k, w, beta, route, chunk, v)
     xp = at.xp
@@ -322,36 +462,37 @@ def path_attention(
     sigma = 1.0 / math.sqrt(d) if scale is None else scale
     if isinstance(sigma, bool) or not isinstance(sigma, numbers.Real) or not math.isfinite(sigma):
         raise ValueError(f"scale must be a finite number; got {scale!r}")
-    n, c, wc, lw, intra, x, k_end = _prepare(at, q, k, w, beta, shift, chunk)
-    vc = _chunks(xp, v, n, c)
-    bb = _bias_blocks(at, bias, t, n, c, tuple(q.shape[:-2]))
-    dev = at.device
-
-    def logits(s, lag):
-        s = sigma * s
-        if bb is None:
-            return s
-        idx = xp.arange(lag, n, device=dev) * (n + 1) - lag  # c·N + (c − ℓ)
-        return s + xp.take(bb, idx, axis=bb.ndim - 3)
-
-    pos = xp.arange(c, device=dev)
-    s0 = xp.where(pos[None, :] <= pos[:, None], logits(intra, 0), -math.inf)
-    m = xp.max(s0, axis=-1)
-    p = xp.exp(s0 - m[..., None])
-    den, acc = xp.sum(p, axis=-1), p @ vc
+    lead = tuple(q.shape[:-2])
+    _, g, m = _layout(t, chunk)
+    span = g * min(chunk, t)
+    bb = _bias_blocks(at, bias, t, span, m, lead)
+    # logits in base 2: σ·log₂e·s_ij (+ log₂e·b_ij), and 2^(z − max) for e^(σ s + b − max)
+    r = _route(xp, (sigma * _LOG2E) * q, k, w, beta, shift, chunk, -math.inf)
+    tr = xp.matrix_transpose
+    # values and their running sums transposed, (..., M, D_v, S): the products V̄ᵀ Pᵀ take
+    # both operands row-major, which BLAS runs fastest (flattening a transposed view copies it)
+    vt = xp.reshape(_pad_rows(xp, v, m * span - t, -2), (*lead, m, span, v.shape[-1]))
+    vt = xp.reshape(xp.reshape(tr(vt), (-1,)), (*lead, m, v.shape[-1], span))
+    z = r.intra if bb is None else r.intra + bb(0)  # −inf for j > i (the causal mask)
+    mx = xp.max(z, axis=-1)
+    p = _exp2(xp, z - mx[..., None])
+    den, acc = xp.sum(p, axis=-1), vt @ tr(p)
     done = []
-    x = x[..., 1:, :, :]
-    for lag in range(1, n):
-        done.append(acc[..., :1, :, :] / den[..., :1, :, None])
-        m, den, acc = m[..., 1:, :], den[..., 1:, :], acc[..., 1:, :, :]
-        s = logits(x @ xp.matrix_transpose(k_end[..., : n - lag, :, :]), lag)
-        m_new = xp.maximum(m, xp.max(s, axis=-1))
-        alpha = xp.exp(m - m_new)
-        p = xp.exp(s - m_new[..., None])
+    if m > 1:
+        kp = xp.concat([tr(r.k_end), r.hop], axis=-1)  # (..., M, D, S + D)
+        x = r.q_start[..., 1:, :, :]
+    for lag in range(1, m):
+        done.append(acc[..., :1, :, :] / den[..., :1, None, :])
+        mx, den, acc = mx[..., 1:, :], den[..., 1:, :], acc[..., 1:, :, :]
+        y = x @ kp[..., : m - lag, :, :]  # S(A, A − lag) | X̄ carried one superblock back
+        z = y[..., :span] if bb is None else y[..., :span] + bb(lag)
+        m_new = xp.maximum(mx, xp.max(z, axis=-1))
+        alpha = _exp2(xp, mx - m_new)
+        p = _exp2(xp, z - m_new[..., None])
         den = alpha * den + xp.sum(p, axis=-1)
-        acc = alpha[..., None] * acc + p @ vc[..., : n - lag, :, :]
-        m = m_new
-        x = _carry(xp, x[..., 1:, :, :], wc[..., 1 : n - lag, :, :], lw[..., 1 : n - lag, :, :])
-    done.append(acc / den[..., None])
-    o = xp.concat(done, axis=-3)
-    return xp.reshape(o, (*o.shape[:-3], n * c, o.shape[-1]))[..., :t, :]
+        acc = alpha[..., None, :] * acc + vt[..., : m - lag, :, :] @ tr(p)
+        mx = m_new
+        x = y[..., 1:, :, span:]
+    done.append(acc / den[..., None, :])
+    o = tr(xp.concat(done, axis=-3))
+    return xp.reshape(o, (*o.shape[:-3], m * span, o.shape[-1]))[..., :t, :]

@@ -30,7 +30,13 @@ from posflow.simulate._alibi import AlibiKernel, alibi_kernels, alibi_slopes
 from posflow.simulate._arrays import worst_above
 from posflow.simulate._kernel import Kernel, check_n
 from posflow.simulate._monotone import is_stochastically_monotone, monotonicity_deficit
-from posflow.simulate._validate import ensure_fits, ensure_memory
+from posflow.simulate._validate import (
+    CAUSAL_TOL,
+    NEG_TOL,
+    dense_checked_copy,
+    ensure_fits,
+    ensure_memory,
+)
 from posflow.simulate.backend import asarray, to_numpy
 
 __all__ = [
@@ -148,21 +154,26 @@ def alibi_kernel(
 
 
 class DenseKernel(Kernel):
-    """A kernel given as an explicit matrix (validated on construction, on its device)."""
+    """A kernel given as an explicit matrix (validated on construction, on its device).
+
+    On NumPy the checks and the copy are one pass over the matrix (16 n² bytes of memory
+    traffic, two matrix–vector products' worth; :func:`_validated_numpy`); other backends run
+    the array-API check :func:`_validated`. Both raise the same messages.
+    """
 
     def __init__(self, A, causal: bool = True, atol: float = 1e-9, backend=None, device=None):
         self._place(backend, device, A)
-        try:
-            M = asarray(A, self.backend, self.device)
-        except (TypeError, ValueError) as exc:
-            raise TypeError("A must be a two-dimensional array of numbers") from exc
-        M = _validated(self.xp, self.xp.asarray(M, copy=True), causal, atol)
+        if self.backend == "numpy":
+            M, sums = _validated_numpy(A, causal, atol, self.device)
+        else:
+            M = _as_matrix(A, self.backend, self.device)
+            M = _validated(self.xp, self.xp.asarray(M, copy=True), causal, atol)
+            sums = self.xp.sum(M, axis=1)
         self.n, self.causal, self._A = int(M.shape[0]), causal, M
         idx = self.xp.arange(0, self.n * self.n, self.n + 1, device=self.device)
         self._diag = self.xp.take(self.xp.reshape(M, (-1,)), idx)
         # rows within 8 n u of 1 (u = 2^-53): stochastic up to the rounding of building them,
         # so the rollout may project its mass (a larger defect is the matrix's own and is kept)
-        sums = self.xp.sum(M, axis=1)
         defect = float(self.xp.max(self.xp.abs(sums - 1.0)))
         self._row_stochastic = defect <= 8.0 * self.n * 2.0**-53
 
@@ -173,9 +184,45 @@ class DenseKernel(Kernel):
         return p @ self._A
 
 
+def _as_matrix(A, backend, device):
+    """``A`` as a float64 array of ``backend`` on ``device`` (TypeError for ragged input)."""
+    try:
+        return asarray(A, backend, device)
+    except (TypeError, ValueError) as exc:
+        raise TypeError("A must be a two-dimensional array of numbers") from exc
+
+
+def _validated_numpy(A, causal: bool, atol: float, device=None):
+    """:func:`_validated` on NumPy in one pass: (the checked copy, its row sums).
+
+    :func:`posflow.simulate._validate.dense_checked_copy` copies ``A`` (as float64, into a
+    C-ordered array) and checks its entries in one pass, 16 n² bytes of memory traffic; its row
+    sums are NumPy's pairwise sums, bit for bit those :func:`_validated` computes on a C-ordered
+    copy, so the verdict and the stored matrix are the same. A matrix that NumPy converted into
+    a new C-ordered array (``A`` a list or tuple, or an ndarray of another dtype) is checked in
+    place, with no second copy. When any rule fails, :func:`_validated` runs on a C-ordered copy
+    of ``A`` and raises its message (should it find nothing, its result is used: it is the
+    reference).
+    """
+    M = _as_matrix(A, "numpy", device)
+    if M.ndim == 2 and M.shape[0] == M.shape[1] and M.shape[0] >= 1:
+        fresh = isinstance(A, list | tuple) or (type(A) is np.ndarray and A.dtype != np.float64)
+        out = M if fresh and M.flags.c_contiguous and M.flags.writeable else np.empty(M.shape)
+        sums = dense_checked_copy(M, bool(causal), out)
+        if sums is not None and float(np.max(np.abs(sums - 1.0))) <= atol:
+            return out, sums
+    M = np.array(_as_matrix(A, "numpy", device), order="C", copy=True)  # the same row sums
+    M = _validated(np, M, causal, atol)
+    return M, np.sum(M, axis=1)
+
+
 def _validated(xp, A, causal: bool, atol: float):
     """A checked to be square, n ≥ 1, finite, nonnegative (−1e-12), causal (1e-12; then the
-    upper triangle is zeroed) and row-stochastic within ``atol``; ValueError naming the rule."""
+    upper triangle is zeroed) and row-stochastic within ``atol``; ValueError naming the rule.
+
+    The array-API check (every backend; the reference of :func:`_validated_numpy`): about ten
+    full passes over (n, n) arrays and their temporaries.
+    """
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be a square matrix; got shape {tuple(A.shape)}")
     if A.shape[0] < 1:
@@ -188,10 +235,10 @@ def _validated(xp, A, causal: bool, atol: float):
             i, j = np.argwhere(to_numpy(mask))[0]
             raise ValueError(rule.format(i=i, j=j, v=float(A[int(i), int(j)])))
 
-    first(A < -1e-12, "A must be nonnegative; A[{i}, {j}] = {v}")
+    first(A < -NEG_TOL, "A must be nonnegative; A[{i}, {j}] = {v}")
     if causal:
         first(
-            xp.abs(xp.triu(A, k=1)) > 1e-12,
+            xp.abs(xp.triu(A, k=1)) > CAUSAL_TOL,
             "A must be causal (lower-triangular); A[{i}, {j}] = {v} with j > i",
         )
         A = xp.tril(A)
@@ -222,6 +269,12 @@ def dense_kernel(A, causal: bool = True, *, backend=None, device=None) -> DenseK
     Returns
     -------
     DenseKernel
-        ``apply_left`` is one BLAS matrix-vector product, O(n²).
+        ``apply_left`` is one BLAS matrix-vector product, O(n²). Building it on NumPy checks
+        and copies ``A`` in one pass (``A`` read once, the kernel's copy written once: two
+        matrix-vector products of memory traffic).
+
+    Raises TypeError for ragged input and ValueError naming the first rule broken: shape,
+    n ≥ 1, finite, nonnegative (the first entry in row-major order), causal (likewise), or
+    row-stochastic (the worst row).
     """
     return DenseKernel(A, causal=causal, backend=backend, device=device)

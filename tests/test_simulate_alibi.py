@@ -547,3 +547,185 @@ def test_dense_matrices_that_do_not_fit_are_refused(monkeypatch, method, match):
 def test_many_layers_reject_bad_input_naming_the_argument(args, exc, match):
     with pytest.raises(exc, match=whole(match)):
         alibi_kernels(*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled step (posflow.simulate._alibi_nb): reassociated head sums, folded mass sums
+
+
+def gamma(k):
+    """γ_k = k u / (1 − k u), the bound of k roundings."""
+    return k * U / (1 - k * U)
+
+
+def dyadic_step_case(data):
+    """Tables on which the head recurrences G_h(j) = p_j w_h(j) + r_h G_h(j+1) are exact in
+    float64 on any route (integer p_j < 2^16, w and r powers of two, n ≤ 12: under 45
+    significant bits), so the only roundings of a step with λ = 1 and diag = 0 are those of the
+    head sums S_j = Σ_h ω_h G_h(j+1) (ω_h arbitrary floats): out[0, j] = Ŝ_j exactly. H = 1
+    runs the one-head kernel (its two-row stationary loop when nt < n − 1)."""
+    st = hyp_st
+    H = data.draw(st.integers(1, 70), label="H")
+    n = data.draw(st.integers(1, 12), label="n")
+    nt = data.draw(st.integers(1, n), label="nt")
+    p = np.array(data.draw(st.lists(st.integers(0, 2**16 - 1), min_size=n, max_size=n)), float)
+    w = 2.0 ** -np.array(data.draw(st.lists(st.integers(0, 2), min_size=nt * H,
+                                            max_size=nt * H)), float).reshape(nt, H)  # fmt: skip
+    w[0] = 0.0  # row 0 draws only from itself
+    r = 2.0 ** -np.array(data.draw(st.lists(st.integers(1, 2), min_size=H, max_size=H)), float)
+    hw = np.array(data.draw(st.lists(st.floats(1e-3, 1.0), min_size=H, max_size=H)))
+    return p[None, :], w, r, hw
+
+
+def exact_head_sums(p, w, r, hw):
+    """(S_j exactly, the serial fused order of the previous kernel) as Fractions and floats:
+    acc ← fl(ω_h G_h + acc) for h = 0, 1, …, H − 1 (one rounding per fused multiply-add)."""
+    from fractions import Fraction
+
+    n, (nt, H) = p.shape[1], w.shape
+    G = [Fraction(0)] * H
+    exact, serial = [None] * n, [0.0] * n
+    for j in range(n - 1, -1, -1):
+        exact[j] = sum((Fraction(hw[h]) * G[h] for h in range(H)), Fraction(0))
+        acc = 0.0
+        for h in range(H):
+            acc = float(Fraction(hw[h]) * G[h] + Fraction(acc))
+        serial[j] = acc
+        row = w[min(j, nt - 1)]
+        G = [Fraction(p[0, j]) * Fraction(row[h]) + Fraction(r[h]) * G[h] for h in range(H)]
+        assert all(float(g) == g for g in G)  # the recurrences are exact (docstring above)
+    return exact, serial
+
+
+hyp_st = pytest.importorskip("hypothesis.strategies")
+hyp = pytest.importorskip("hypothesis")
+
+
+@hyp.given(hyp_st.data())
+def test_reassociated_head_sums_are_within_the_stated_bound_of_the_serial_order(data):
+    # bound (*) of _alibi_nb, |ŷ − y| ≤ γ_{H+1} (p d + Σ_h ω_h G_h) for any order of the sum,
+    # here with d = 0: the term p·d is an exact zero, which adds no rounding, so γ_H S; the
+    # serial order of the previous kernel (emulated exactly with Fractions) obeys it too, so
+    # the two differ by at most 2 γ_H S (all terms are nonnegative: Σ_h ω_h |G_h| = S)
+    from posflow.simulate._alibi_nb import alibi_step
+
+    p, w, r, hw = dyadic_step_case(data)
+    n, H = p.shape[1], r.size
+    out = np.empty_like(p)
+    alibi_step(p, np.zeros(n), w, r, hw, 1.0, out)
+    exact, serial = exact_head_sums(p, w, r, hw)
+    for j in range(n):
+        S = float(exact[j])
+        assert abs(out[0, j] - exact[j]) <= gamma(H) * S
+        assert abs(serial[j] - exact[j]) <= gamma(H) * S
+        assert abs(out[0, j] - serial[j]) <= 2 * gamma(H) * S
+
+
+def test_the_step_of_real_tables_stays_within_the_bound_of_the_serial_order():
+    # ALiBi tables (rounded recurrences, n beyond the stationary row, a tail of n mod 4 rows):
+    # the step against the previous kernel's serial order y = p_j d_j + Σ_h ω_h G_h and
+    # row-by-row recurrence, written out here in plain Python; both sums satisfy bound (*),
+    # and the blend (1 − λ) p_j + λ y adds at most a few roundings of out_j (6 u out_j)
+    from posflow.simulate._alibi_nb import alibi_step
+
+    for H, n in ((32, 203), (7, 150), (2, 101), (1, 203), (1, 150)):
+        K = AlibiKernel(n, np.linspace(0.5, 3.0, H), np.linspace(-1, 2, H))  # 45/min m < n
+        assert K._w_off.shape[0] == 92
+        p = np.random.default_rng(H).random((1, n))
+        lam = 0.3
+        out = np.empty_like(p)
+        alibi_step(p, K._diag, K._w_off, K._r, K._hw, lam, out)
+        G, nt = np.zeros(H), K._w_off.shape[0]
+        for j in range(n - 1, -1, -1):
+            y = p[0, j] * K._diag[j]
+            for h in range(H):
+                y += K._hw[h] * G[h]
+            want = (1 - lam) * p[0, j] + lam * y
+            # the recurrences round too (here without fused multiply-adds; the one-head kernel
+            # two rows at a time): a term of G_h(j+1) meets ≤ 2 (n − j) + 3 roundings on any
+            # of these routes, so they differ by at most 2 γ_{2(n−j)+3} G
+            tol = lam * (2 * gamma(H + 1) + 2 * gamma(2 * (n - j) + 3)) * y * 1.01 + 6 * U * want
+            assert abs(out[0, j] - want) <= tol, (H, n, j)
+            G = p[0, j] * K._w_off[min(j, nt - 1)] + K._r * G
+
+
+def test_the_step_folds_a_compensated_row_sum_into_the_rows_it_writes():
+    # λ = 0 writes p itself; 1 followed (in the step's backward order) by 1000 values 2^-54:
+    # a plain running sum stays at 1 (each 1 + 2^-54 rounds to 1), the exact sum is
+    # 1 + 1000·2^-54 (250 ulp more); the folded TwoSum sum is within one rounding of it
+    import math
+
+    from posflow.simulate import _alibi_nb
+
+    for H in (1, 3):
+        n = 1001
+        K = AlibiKernel(n, alibi_slopes(H))
+        p = np.full((2, n), 2.0**-54)
+        p[:, -1] = 1.0
+        p[1] *= 3.0
+        out = np.empty_like(p)
+        _alibi_nb.alibi_step(p, K._diag, K._w_off, K._r, K._hw, 0.0, out)
+        assert np.array_equal(out, p)
+        sums = _alibi_nb._folded_sums(out)
+        for b in range(2):
+            exact = math.fsum(p[b])
+            assert abs(sums[b] - exact) <= U * exact and sums[b] > p[b, -1]
+
+
+def test_mass_update_takes_the_folded_sums_of_the_step_it_follows(monkeypatch):
+    # right after a step, mass_update must not read the rows again; for other rows (or rows
+    # rescaled in place after the step) it sums them itself, with the same result
+    from posflow.simulate import _alibi_nb
+
+    K = AlibiKernel(50, alibi_slopes(4))
+    p = np.random.default_rng(0).random((3, 50))
+    out = np.empty_like(p)
+    _alibi_nb.alibi_step(p, K._diag, K._w_off, K._r, K._hw, 0.5, out)
+    folded = _alibi_nb._folded_sums(out).copy()
+
+    def refuse(*args):
+        raise AssertionError("the rows were summed again")
+
+    S, target = np.ones(3), np.ones(3)
+    with monkeypatch.context() as mp:
+        mp.setattr(_alibi_nb, "_mass_update_rows", refuse)
+        _alibi_nb.mass_update(out, S, target, 1e-12, True)
+    assert np.array_equal(S, folded)
+    other = out.copy()
+    assert _alibi_nb._folded_sums(other) is None
+    S2 = np.ones(3)
+    _alibi_nb.mass_update(other, S2, np.ones(3), 1e-12, True)
+    assert np.allclose(S2, folded, rtol=2 * U, atol=0)
+    out *= 0.5  # in place: the last column changes, so the recorded sums no longer apply
+    assert _alibi_nb._folded_sums(out) is None
+
+
+def test_influence_is_bitwise_the_same_for_one_and_two_threads_and_across_threads():
+    # no kernel result may depend on the thread count, and steps running at once in two
+    # threads (the compiled steps release the GIL) keep their own work buffers and sums
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numba
+
+    from posflow.simulate import _threads
+    from posflow.simulate.rollout import constant, influence, rollout_matrix
+
+    cases = [(AlibiKernel(3001, alibi_slopes(H) if H > 1 else 0.5), constant(0.3, 7))
+             for H in (1, 32, 33)]  # fmt: skip
+    before = numba.get_num_threads()
+    try:
+        _threads.set_threads(1)
+        one = [influence(K, lam) for K, lam in cases]
+        one_matrix = rollout_matrix(cases[1][0], cases[1][1][:2])
+        _threads.set_threads(2)
+        two = [influence(K, lam) for K, lam in cases]
+        two_matrix = rollout_matrix(cases[1][0], cases[1][1][:2])
+        with ThreadPoolExecutor(2) as pool:
+            both = list(pool.map(lambda c: influence(*c), cases * 2))
+    finally:
+        _threads.set_threads(before)
+    for a, b in zip(one, two, strict=True):
+        assert np.array_equal(a, b)
+    for a, b in zip(one * 2, both, strict=True):
+        assert np.array_equal(a, b)
+    assert np.array_equal(one_matrix, two_matrix)

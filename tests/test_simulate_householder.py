@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posflow.simulate import backend
+from posflow.simulate._householder import path_score_rows
 from posflow.simulate.transport import (
     householder_route_scores,
     householder_scores,
@@ -156,6 +157,62 @@ def test_chunk_size_does_not_change_the_result_and_rows_average_ones(t, c1, c2, 
     assert max_err(s1, s2) <= TOL
     o = path_attention(q, k, np.ones((t, 1)), w, b, route, c2)  # softmax rows sum to 1
     assert np.abs(o - 1.0).max() <= 1e-14
+
+
+# ---------------------------------------------------------------------------------------------
+# superblocks: beyond G chunks (G·C ≈ 256 steps, G ≤ 8) queries cross superblocks by D × D
+# transports; every block is written once into the preallocated result
+
+
+def sweep_scores(q, k, w, beta, route):
+    """All route scores by one reverse sweep over the steps, every query at once: u_i ← H_t u_i
+    for the queries whose route holds step t, recording u_i·k_j; −inf above the diagonal."""
+    t = q.shape[0]
+    u, s = q.copy(), np.full((t, t), -np.inf)
+    for j in range(t - 1, -1, -1):
+        if route == "from_source":  # steps j … i − 1: H_j acts before the record of source j
+            u[j + 1 :] -= beta[j] * (u[j + 1 :] @ w[j])[:, None] * w[j]
+        s[j:, j] = u[j:] @ k[j]
+        if route == "path":  # steps j + 1 … i: H_j acts after the record of source j
+            u[j:] -= beta[j] * (u[j:] @ w[j])[:, None] * w[j]
+    return s
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_sweep_reference_is_the_dense_route_product(route):
+    q, k, w, b = draw(39, 12, 3)
+    assert max_err(sweep_scores(q, k, w, b, route), dense_scores(q, k, w, b, route)) <= TOL
+
+
+@pytest.mark.parametrize("route", ROUTES)
+@pytest.mark.parametrize(("t", "chunk"), [(700, 64), (600, 16), (300, 5), (530, 256), (90, 1)])
+def test_long_sequences_across_superblocks_equal_the_sweep(route, t, chunk):
+    # (700, 64): 3 superblocks of 4 chunks, the last one padded; (600, 16): 5 of 8 chunks;
+    # (300, 5): 8 of 8 chunks; (530, 256): 3 superblocks of one chunk; (90, 1): 12 of 8 steps.
+    # Scores up to ≈ 12: the rounding of both sides is ≈ 1e-14 (TOL leaves a factor 100)
+    q, k, w, b = draw(40 + chunk, t, 6)
+    ref = sweep_scores(q, k, w, b, route)
+    s = householder_route_scores(q, k, w, b, route, chunk)
+    assert max_err(s, ref) <= TOL
+    rng = np.random.default_rng(41)
+    v = rng.standard_normal((t, 3))
+    alibi = -0.05 * np.abs(np.subtract.outer(np.arange(t), np.arange(t)))
+    o = path_attention(q, k, v, w, b, route, chunk, bias=alibi)
+    assert max_err(o, softmax_output(ref, v, 1 / math.sqrt(6), alibi)) <= TOL
+
+
+@pytest.mark.parametrize(("t", "chunk", "starts"), [(600, 64, (0, 1, 255, 256, 300, 599)),
+                                                     (40, 1, (0, 7, 8, 20, 39))])  # fmt: skip
+def test_score_rows_are_the_rows_of_the_route_scores_with_zeros_above(t, chunk, starts):
+    # path_score_rows computes only the superblocks holding rows ≥ start (training code's
+    # query-chunked evaluation); S = 256 and 8: starts on, before and after their boundaries
+    q, k, w, b = draw(42, t, 5)
+    s = householder_route_scores(q, k, w, b, "path", chunk)
+    for start in starts:
+        rows = path_score_rows(q[start:], k, w, b, start, chunk)
+        assert rows.shape == (t - start, t) and rows.dtype == np.float64
+        assert max_err(np.where(np.isneginf(s[start:]), -np.inf, rows), s[start:]) <= TOL
+        assert np.all(rows[np.isneginf(s[start:])] == 0.0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -591,3 +591,266 @@ def test_numpy_array_protocol_gives_the_dense_matrix_with_the_memory_guard():
     np.testing.assert_array_equal(K.__array__(np.float32), np.asarray(K).astype(np.float32))
     with pytest.raises(ValueError, match=r"dense\(\) would need .* GiB"):
         np.asarray(uniform_kernel(10**6))
+
+
+# ------------------------------------- dense kernels: the one-pass check against a plain reference
+
+from posflow.simulate import _validate  # noqa: E402
+from posflow.simulate import kernels as kernels_module  # noqa: E402
+
+
+def plain_check(A, causal=True, atol=1e-9):
+    """The rules of dense_kernel written out with plain NumPy on a C-ordered float64 copy:
+    ("error", message) for the first rule broken, else ("ok", checked matrix, row sums)."""
+    A = np.array(A, dtype=np.float64, order="C")
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        return "error", f"A must be a square matrix; got shape {A.shape}"
+    if A.shape[0] < 1:
+        return "error", "A must have n >= 1 rows"
+    if not np.isfinite(A).all():
+        return "error", "A must be finite (no NaN or inf entries)"
+    bad = np.argwhere(A < -1e-12)
+    if bad.size:
+        i, j = bad[0]
+        return "error", f"A must be nonnegative; A[{i}, {j}] = {A[i, j]}"
+    if causal:
+        up = np.argwhere(np.triu(np.abs(A), 1) > 1e-12)
+        if up.size:
+            i, j = up[0]
+            rule = "A must be causal (lower-triangular)"
+            return "error", f"{rule}; A[{i}, {j}] = {A[i, j]} with j > i"
+        A = np.tril(A)
+    s = A.sum(axis=1)
+    i = int(np.argmax(np.abs(s - 1)))
+    if abs(s[i] - 1) > atol:
+        return "error", (f"A must be row-stochastic (rows sum to 1 within {atol:g}); row {i} sums "
+                         f"to {float(s[i])!r}")  # fmt: skip
+    return "ok", A, s
+
+
+def built(A, causal=True):
+    """dense_kernel's outcome in the form of plain_check."""
+    try:
+        K = dense_kernel(A, causal)
+    except (TypeError, ValueError) as exc:
+        return "error", str(exc)
+    return "ok", K.dense(), np.sum(K.dense(), axis=1)
+
+
+def assert_same_outcome(got, want):
+    assert got[0] == want[0], (got[:2], want[:2])
+    if want[0] == "error":
+        assert got[1] == want[1]
+    else:
+        np.testing.assert_array_equal(got[1], want[1])  # the stored matrix, bit for bit
+        np.testing.assert_array_equal(got[2], want[2])
+
+
+def random_kernel(rng, n, causal):
+    A = rng.random((n, n)) + 0.01
+    A = np.tril(A) if causal else A
+    return A / A.sum(axis=1, keepdims=True)
+
+
+KINDS = ["valid", "nan", "inf", "-inf", "negative", "negative_at_tol", "upper", "upper_at_tol",
+         "upper_negative", "upper_nan", "row_sum", "row_sum_at_tol", "tiny_upper"]  # fmt: skip
+
+
+def perturbed(rng, n, causal, kind):
+    """A random valid kernel with one rule broken, or an entry set exactly at its tolerance
+    with its row sum kept (the removed weight moved to another entry of the row)."""
+    A = random_kernel(rng, n, causal)
+    upper = kind in ("upper", "upper_at_tol", "upper_negative", "upper_nan", "tiny_upper")
+    if n == 1 and (upper or causal):
+        return A  # no entry above the diagonal, no second entry in the row
+    if upper:
+        i = int(rng.integers(n - 1))
+        j = int(rng.integers(i + 1, n))  # strictly above the diagonal
+    else:
+        i = int(rng.integers(1 if causal else 0, n))
+        j = int(rng.integers(i + 1 if causal else n))  # allowed (on or below the diagonal)
+    k = (j + 1) % (i + 1 if causal else n)  # another allowed entry of row i (i ≥ 1 if causal)
+    value = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf, "negative": -1.5e-12,
+             "negative_at_tol": -1e-12, "upper": 2e-12, "upper_at_tol": -1e-12,
+             "upper_negative": -2e-12, "upper_nan": np.nan,
+             "tiny_upper": 5e-13}.get(kind)  # fmt: skip
+    if value is not None:
+        A[i, k] += A[i, j]
+        A[i, j] = value
+    elif kind == "row_sum":
+        A[i] *= 1 + 3e-9
+    elif kind == "row_sum_at_tol":
+        A[i, j] += 1e-9 - 1e-11  # within atol = 1e-9 (the rounding of the sum is ≪ 1e-11)
+    return A
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.booleans(),
+    st.sampled_from(KINDS),
+    st.sampled_from(["C", "F", "list", "float32"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_dense_kernel_agrees_with_a_plain_numpy_check(n, causal, kind, layout, seed):
+    """Random valid kernels and kernels breaking one rule (NaN, ±inf, a negative entry, an
+    entry above the diagonal, a row sum off by 3e-9, or exactly at a tolerance): the same error
+    message or the same stored matrix and row sums, bit for bit, as the plain check, for
+    C- and F-ordered arrays, nested lists and float32 arrays (converted first)."""
+    A = perturbed(np.random.default_rng(seed), n, causal, kind)
+    if layout == "float32":
+        A = A.astype(np.float32)
+    arg = {"C": A, "F": np.asfortranarray(A), "list": A.tolist(), "float32": A}[layout]
+    assert_same_outcome(built(arg, causal), plain_check(A, causal))
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 31, 127, 128, 129, 200, 257, 300, 1000])
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_one_pass_check_gives_numpys_row_sums_and_matrix_bit_for_bit(n, causal):
+    """dense_checked_copy: the copy (upper triangle zeroed when causal) and np.sum's pairwise
+    row sums of it, bit for bit, for n across the 8- and 128-entry blocks of NumPy's pairwise
+    sum and across several 256 KiB row blocks (n = 300: 109 rows per block; n = 1000: 32);
+    checked in place too (out = A). Entries spanning 10 decades make any other order show."""
+    rng = np.random.default_rng(n)
+    A = rng.random((n, n)) * 10.0 ** rng.integers(-5, 5, (n, n))
+    want = np.tril(A) if causal else A.copy()
+    if causal:
+        A[np.triu_indices(n, 1)] = rng.uniform(-1e-12, 1e-12, n * (n - 1) // 2)
+    out = np.empty((n, n))
+    sums = _validate.dense_checked_copy(A, causal, out)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(sums, np.sum(want, axis=1))
+    B = A.copy()
+    np.testing.assert_array_equal(_validate.dense_checked_copy(B, causal, B), sums)
+    np.testing.assert_array_equal(B, want)
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "ok"),
+    [("lower", 0.0, True), ("lower", -1e-12, True), ("lower", np.nextafter(-1e-12, -1), False),
+     ("lower", np.nan, False), ("lower", np.inf, False), ("lower", -np.inf, False),
+     ("lower", 1e308, True), ("upper", 1e-12, True), ("upper", -1e-12, True),
+     ("upper", np.nextafter(1e-12, 1), False), ("upper", np.nextafter(-1e-12, -1), False),
+     ("upper", np.nan, False), ("upper", np.inf, False), ("upper", -0.0, True)],
+)  # fmt: skip
+@pytest.mark.parametrize("block", ["first", "last"])
+def test_the_one_pass_check_draws_each_line_where_the_rules_do(kind, value, ok, block):
+    """Each entry rule at its boundary (tolerances inclusive, the next float beyond them
+    refused, NaN and ±inf refused), in the first and in the last row block (n = 300)."""
+    n = 300
+    A = random_kernel(np.random.default_rng(1), n, True)
+    i = 1 if block == "first" else n - 2
+    A[i, i - 1 if kind == "lower" else i + 1] = value
+    sums = _validate.dense_checked_copy(A, True, np.empty((n, n)))
+    assert (sums is not None) == ok
+    assert _validate.dense_checked_copy(A, False, np.empty((n, n))) is not None or (
+        not np.isfinite(value) or value < -1e-12
+    )  # without causality only finiteness and the sign count
+
+
+BAD_EXACT = [
+    (np.ones((2, 3)) / 3, True, "A must be a square matrix; got shape (2, 3)"),
+    (np.ones((2, 2, 2)) / 2, True, "A must be a square matrix; got shape (2, 2, 2)"),
+    (np.ones(4) / 4, True, "A must be a square matrix; got shape (4,)"),
+    (np.zeros((0, 0)), True, "A must have n >= 1 rows"),
+    ([[1.0, 0.0], [np.inf, 0.0]], True, "A must be finite (no NaN or inf entries)"),
+    ([[1.0, np.nan], [0.5, 0.5]], True, "A must be finite (no NaN or inf entries)"),
+    ([[1.0, -0.5], [0.5, 0.5]], True, "A must be nonnegative; A[0, 1] = -0.5"),
+    ([[1.5, -0.5], [0.5, 0.5]], False, "A must be nonnegative; A[0, 1] = -0.5"),
+    ([[1.0, 0.0, 0.0], [0.5, 0.5, 3e-12], [0.2, 0.3, 0.5]], True,
+     "A must be causal (lower-triangular); A[1, 2] = 3e-12 with j > i"),
+    ([[1.0, 0.0], [0.5, 0.6]], True,
+     "A must be row-stochastic (rows sum to 1 within 1e-09); row 1 sums to 1.1"),
+    ([[0.5, 0.6], [0.5, 0.5]], False,
+     "A must be row-stochastic (rows sum to 1 within 1e-09); row 0 sums to 1.1"),
+    ([[0.5, 0.5], [0.5, 0.5]], True,
+     "A must be causal (lower-triangular); A[0, 1] = 0.5 with j > i"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("A", "causal", "message"), BAD_EXACT)
+def test_each_dense_kernel_error_keeps_its_message(A, causal, message):
+    """Every rule still raises its own message, naming the first entry (row-major) or the
+    worst row; the same through a float64 array and a nested list (an empty list would be
+    shape (0,), another message)."""
+    A = np.asarray(A, dtype=np.float64)
+    for arg in (A, A.tolist()) if A.size else (A,):
+        with pytest.raises(ValueError) as info:
+            dense_kernel(arg, causal)
+        assert str(info.value) == message
+        assert plain_check(arg, causal) == ("error", message)
+
+
+def test_a_large_kernel_reports_the_entry_in_its_last_block():
+    """n = 600 (at least 11 row blocks): a violation late in the matrix is found and named."""
+    n = 600
+    A = random_kernel(np.random.default_rng(5), n, True)
+    A[n - 1, 3] = -1e-9
+    with pytest.raises(ValueError) as info:
+        dense_kernel(A)
+    assert str(info.value) == f"A must be nonnegative; A[{n - 1}, 3] = -1e-09"
+    A[n - 1, 3] = 0.0
+    A[n - 3, n - 1] = 1e-6
+    with pytest.raises(ValueError, match=rf"^A must be causal .*A\[{n - 3}, {n - 1}\] = 1e-06"):
+        dense_kernel(A)
+
+
+def test_a_valid_numpy_kernel_never_runs_the_array_api_check(monkeypatch):
+    """The one-pass check decides a valid kernel alone; the array-API check (many passes)
+    runs only to name a broken rule."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the array-API check ran")
+
+    monkeypatch.setattr(kernels_module, "_validated", refuse)
+    A = random_kernel(np.random.default_rng(2), 50, True)
+    np.testing.assert_array_equal(dense_kernel(A).dense(), A)
+    np.testing.assert_array_equal(dense_kernel(A.tolist()).dense(), A)
+    with pytest.raises(AssertionError, match="array-API check ran"):
+        dense_kernel(2 * A)
+
+
+def test_the_input_is_never_changed_and_the_kernel_never_shares_it():
+    """Entries within 1e-12 above the diagonal are zeroed in the kernel, not in the caller's
+    array (float64, float32 or list); the kernel's matrix is its own and C-ordered."""
+    n = 12  # row i: 2^-1, 2^-2, …, 2^-i, 2^-i (exact in float32, sums exactly 1)
+    A = np.zeros((n, n))
+    for i in range(n):
+        A[i, :i] = 2.0 ** -np.arange(1, i + 1)
+        A[i, i] = 2.0**-i
+    A[2, 7] = 1e-13
+    for arg in (A, A.astype(np.float32), np.asfortranarray(A)):
+        before = np.array(arg, copy=True)
+        K = dense_kernel(arg)
+        np.testing.assert_array_equal(arg, before)
+        assert K._A[2, 7] == 0.0 and K._A.flags.c_contiguous
+        assert not np.shares_memory(K._A, arg)
+    lst = A.tolist()
+    dense_kernel(lst)
+    assert lst[2][7] == 1e-13
+
+
+def test_building_a_dense_kernel_allocates_one_matrix():
+    """No (n, n) temporaries: the peak of traced allocations while building is the kernel's
+    own matrix (8 n² bytes) plus O(n) (tracemalloc sees NumPy's allocations)."""
+    import tracemalloc
+
+    n = 512
+    A = random_kernel(np.random.default_rng(6), n, True)
+    dense_kernel(A)  # compiled and cached before tracing
+    tracemalloc.start()
+    K = dense_kernel(A)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert K.n == n
+    assert peak <= 8 * n * n + 64 * n + 2**16  # the matrix, a few vectors of n, Python objects
+
+
+def test_the_row_stochastic_flag_is_the_plain_row_sums_defect():
+    """_row_stochastic ⟺ max |Σ_j A_ij − 1| ≤ 8 n 2⁻⁵³ with NumPy's row sums of the stored
+    matrix, for kernels built as quotients M / M.sum (rounding defects) at several n."""
+    for n in (3, 17, 130, 400):
+        A = random_kernel(np.random.default_rng(n), n, True)
+        K = dense_kernel(A)
+        defect = np.max(np.abs(np.sum(K.dense(), axis=1) - 1))
+        assert K._row_stochastic == (defect <= 8 * n * 2.0**-53)

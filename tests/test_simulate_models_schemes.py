@@ -173,6 +173,70 @@ def test_path_scores_equal_householder_scores_every_query():
         S.path_scores(q[..., 6:, :], k, w, beta, start=5)
 
 
+def _path_inputs(n, c, d=6, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 3, c, d, generator=g, dtype=dtype)
+    k = torch.randn(2, 3, n, d, generator=g, dtype=dtype)
+    w = torch.nn.functional.normalize(torch.randn(2, 3, n, d, generator=g, dtype=dtype), dim=-1)
+    beta = 2 * torch.rand(2, 3, n, generator=g, dtype=dtype)
+    return [x.requires_grad_(True) for x in (q, k, w, beta)]
+
+
+@pytest.mark.parametrize(
+    ("n", "start", "chunk"),
+    [(37, 0, 8), (37, 20, 4), (37, 36, 64), (37, 0, 1), (300, 150, 16), (300, 0, 64)],
+)
+def test_chunked_path_scores_equal_the_plain_sweep_in_values_and_gradients(n, start, chunk):
+    # the chunked UT-transform path (what Path trains with) against path_scores' reverse sweep,
+    # float64: scores and the gradients of Σ r_ij s_ij (random r on j ≤ i) in q, k, w and β.
+    # (300, ·): superblocks of 128 and 256 steps crossed; scores ≈ 10 and rounding ≈ 1e-14
+    q, k, w, beta = _path_inputs(n, n - start, seed=n + start + chunk)
+    low = torch.arange(n)[None, :] <= torch.arange(start, n)[:, None]
+    r = torch.randn((*q.shape[:-1], n), generator=torch.Generator().manual_seed(1),
+                    dtype=torch.float64) * low  # fmt: skip
+    ref = S.path_scores(q, k, w, beta, start)
+    got = S.path_scores(q, k, w, beta, start, chunk=chunk)
+    assert got.shape == ref.shape and got.dtype == torch.float64
+    diff = ((got - ref) * low).detach()
+    assert float(diff.abs().max()) < 1e-12
+    assert bool((got.detach()[..., ~low] == 0.0).all())  # zeros above the diagonal
+    g_ref = torch.autograd.grad((ref * r).sum(), (q, k, w, beta))
+    g_got = torch.autograd.grad((got * r).sum(), (q, k, w, beta))
+    for a, b in zip(g_got, g_ref, strict=True):
+        assert float((a - b).abs().max()) < 1e-11  # sums of ≤ n such score differences
+
+
+def test_chunked_path_scores_pass_gradcheck_and_reject_a_bad_chunk():
+    q, k, w, beta = _path_inputs(7, 4, d=3, seed=5)
+    assert torch.autograd.gradcheck(
+        lambda q, k, w, beta: S.path_scores(q, k, w, beta, 3, chunk=2), (q, k, w, beta)
+    )
+    with pytest.raises(TypeError, match="chunk"):
+        S.path_scores(q, k, w, beta, 3, chunk=2.0)
+    with pytest.raises(ValueError, match="chunk"):
+        S.path_scores(q, k, w, beta, 3, chunk=0)
+
+
+def test_path_scheme_scores_by_the_chunked_path_in_its_own_dtype():
+    # Path.scores and scores_chunk use chunk = 64; float32 scores agree with float64 to ≈ 1e-6
+    # relative (n = 70 steps of float32 rounding, scores ≈ 10)
+    sch = SCHEMES["path"](2, 8, 0).double()
+    assert sch.chunk == 64
+    x = torch.randn(1, 70, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    q, k, _ = qkv(n=70)
+    with torch.no_grad():
+        w, beta = sch.steps(x)
+        s = sch.scores(q, k, x)
+        ref = S.path_scores(q, k, w, beta)
+        part = sch.scores_chunk(q[..., 65:, :], k, x, 65)
+        s32 = sch.float().scores(q.float(), k.float(), x.float())
+    low = np.tril_indices(70)
+    assert float((s - ref)[..., low[0], low[1]].abs().max()) < 1e-12
+    assert float((part - s[..., 65:, :]).abs().max()) < 1e-12
+    assert s32.dtype == torch.float32
+    assert float((s32.double() - s)[..., low[0], low[1]].abs().max()) < 1e-4
+
+
 def test_path_scheme_uses_unit_w_and_beta_in_open_interval():
     sch = SCHEMES["path"](2, 8, 0).double()
     x = torch.randn(1, 9, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(1))

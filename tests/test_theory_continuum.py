@@ -213,3 +213,78 @@ def test_quadrature_keeps_its_relative_accuracy_on_tiny_entries():
     got, want = th.continuum_profile_quadrature(5, 50.0), th.continuum_profile(5, 50.0)
     assert 1e-15 < want[2] < 1e-13
     np.testing.assert_allclose(got[:3], want[:3], rtol=1e-6, atol=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the integer binomial recurrence of profile_from_moments against mpmath.binomial
+# ---------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _profile_with_mpmath_binomials(moment, n, dps):
+    """The former evaluation: every binomial by ``mpmath.binomial`` at ``dps`` digits."""
+    with mpmath.workdps(dps):
+        m = [moment(kk) for kk in range(n)]
+        out = []
+        for j in range(n):
+            N = n - 1 - j
+            s = mpmath.fsum((-1) ** r * mpmath.binomial(N, r) * m[j + r] for r in range(N + 1))
+            out.append(mpmath.binomial(n - 1, j) * s)
+        return np.array([float(x) for x in out])
+
+
+def test_mpmath_binomials_are_the_exact_integers_at_the_working_precision():
+    """The premise of the recurrence: at n + 40 digits mpmath.binomial(N, r) equals math.comb
+    exactly for every N < n (the largest, C(127, 63), has 38 digits)."""
+    for n in (16, 64, 128):
+        with mpmath.workdps(n + 40):
+            for N in range(n):
+                assert [mpmath.binomial(N, r) for r in range(N + 1)] == [
+                    math.comb(N, r) for r in range(N + 1)
+                ]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 16, 64, 128])
+@pytest.mark.parametrize("Lam", [0.0, 0.5, 2.0])
+def test_the_closed_forms_equal_their_mpmath_binomial_evaluation_bit_for_bit(n, Lam):
+    """continuum_profile and continuum_correction as floats are identical (not merely close) to
+    the evaluation with mpmath.binomial: each term is one rounding of the same exact product."""
+    L = mpmath.mpf(Lam)
+
+    def corr(kk):
+        u = mpmath.mpf(kk) / (kk + 1)
+        return -L / 2 * u**2 * mpmath.exp(-L * u)
+
+    want = _profile_with_mpmath_binomials(lambda kk: mpmath.exp(-L * kk / (kk + 1)), n, n + 40)
+    np.testing.assert_array_equal(th.continuum_profile(n, Lam), want)
+    np.testing.assert_array_equal(th.continuum_correction(n, Lam),
+                                  _profile_with_mpmath_binomials(corr, n, n + 40))  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.fractions(min_value=-1, max_value=1, max_denominator=10**6), min_size=1,
+             max_size=24),
+    st.integers(min_value=0, max_value=30),
+)  # fmt: skip
+def test_profile_from_moments_is_exactly_the_mpmath_binomial_sum(moments, extra_dps):
+    """Any moment sequence (rationals in [−1, 1] as mpf, dps = n + 10 … n + 40 digits): the
+    floats are identical to the evaluation with mpmath.binomial."""
+    n = len(moments)
+    dps = n + 10 + extra_dps
+
+    def moment(kk):
+        return mpmath.mpf(moments[kk].numerator) / moments[kk].denominator
+
+    np.testing.assert_array_equal(th.profile_from_moments(moment, n, dps),
+                                  _profile_with_mpmath_binomials(moment, n, dps))  # fmt: skip
+
+
+def test_profile_from_moments_takes_plain_numbers_as_moments():
+    """A moment given as a Python float is used exactly (as mpmath.binomial · float did)."""
+    n = 9
+    want = _profile_with_mpmath_binomials(lambda kk: 0.5**kk, n, n + 30)
+    np.testing.assert_array_equal(th.profile_from_moments(lambda kk: 0.5**kk, n, n + 30), want)
+    np.testing.assert_allclose(want, stats.binom.pmf(np.arange(n), n - 1, 0.5), rtol=1e-14)

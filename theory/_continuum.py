@@ -82,14 +82,26 @@ def profile_from_moments(moment, n: int, dps: int) -> np.ndarray:
     evaluated with mpmath at ``dps`` digits: ``moment(k)`` (k = 0 … n−1, an int) must return an
     mpmath number. The alternating sum cancels about n digits, so ``dps`` must exceed n plus the
     digits wanted (:func:`continuum_profile` uses n + 40).
+
+    The binomials are exact Python integers from the recurrences
+    ``C(N, r+1) = C(N, r)(N − r)/(r + 1)`` and ``C(n−1, j+1) = C(n−1, j)(n−1−j)/(j+1)`` (each
+    division exact); each term ``±C(N, r)·moment(j + r)`` is then one rounding at ``dps``
+    digits, as with the exact integer-valued ``mpmath.binomial`` (they have ≤ 0.302·n digits
+    < ``dps``), so the values are unchanged. Cost O(n²) multiprecision products.
     """
     with mpmath.workdps(dps):
-        m = [moment(kk) for kk in range(n)]
+        m = [mpmath.mpmathify(moment(kk)) for kk in range(n)]  # int × m stays an mpmath number
         out = []
+        outer = 1  # C(n−1, j)
         for j in range(n):
             N = n - 1 - j
-            s = mpmath.fsum((-1) ** r * mpmath.binomial(N, r) * m[j + r] for r in range(N + 1))
-            out.append(mpmath.binomial(n - 1, j) * s)
+            terms = []
+            c = 1  # (−1)^r C(N, r)
+            for r in range(N + 1):
+                terms.append(c * m[j + r])
+                c = -(c * (N - r)) // (r + 1)  # exact: (r + 1) divides C(N, r)(N − r)
+            out.append(outer * mpmath.fsum(terms))
+            outer = outer * N // (j + 1)
         return np.array([float(x) for x in out])
 
 

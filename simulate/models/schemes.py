@@ -10,7 +10,8 @@ Importing this module (done by :mod:`posflow.simulate.models.lm`) registers, int
 * ``learned_qk`` / ``learned_qkv`` — token-dependent angles θ_t = π·tanh(E_ℓ[x_t]) − f_b with a
   zero-initialised per-layer embedding E_ℓ (V uses the same angles in ``_qkv``);
 * ``path`` — Householder (PaTH-style) transport H_t = I − β_t w_t w_tᵀ, w_t = unit(W_w x_t),
-  β_t = 2·sigmoid(W_β x_t), by a plain reverse sweep (:func:`path_scores`).
+  β_t = 2·sigmoid(W_β x_t), scored by the chunked UT-transform algorithm
+  (:func:`path_scores` with ``chunk``; its plain reverse sweep, ``chunk=None``, is the reference).
 
 Angles accumulate by suffix sums φ_t = Σ_{s ≥ t} θ_s in float64 (flip → cumsum → flip, as in
 [B]'s code); rotating q_i by R(φ_i) and k_j by R(φ_j) gives the route score
@@ -35,6 +36,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from posflow.simulate._arrays import check_int
+from posflow.simulate._householder import path_score_rows
 from posflow.simulate.models._scheme import PositionScheme, frequencies, register_scheme
 
 __all__ = [
@@ -221,25 +224,38 @@ class LearnedQKV(LearnedAngles):
     rotate_v = True
 
 
-def path_scores(q, k, w, beta, start: int = 0) -> torch.Tensor:
+def path_scores(q, k, w, beta, start: int = 0, chunk: int | None = None) -> torch.Tensor:
     """Householder route scores s_ij = q_iᵀ H_i ⋯ H_{j+1} k_j, H_t = I − β_t w_t w_tᵀ (AT18).
 
-    Route ``path`` of :func:`posflow.simulate.transport.householder_scores`. As H_t is symmetric,
-    s_ij = u_ij·k_j with u = H_{j+1} ⋯ H_i q_i, built by one reverse sweep t = m−1 … 0 that
-    records u·k_t, then applies H_t to the queries at positions i ≥ t.
+    Route ``path`` of :func:`posflow.simulate.transport.householder_scores`.
+
+    ``chunk=None`` (the plain reference): as H_t is symmetric, s_ij = u_ij·k_j with
+    u = H_{j+1} ⋯ H_i q_i, built by one reverse sweep t = m−1 … 0 that records u·k_t, then
+    applies H_t to the queries at positions i ≥ t; cost O(B·H·c·m·d) with m sequential steps.
+
+    ``chunk=C`` (what :class:`Path` uses): the chunked compact-WY / UT-transform algorithm of
+    :func:`posflow.simulate.transport.householder_route_scores`
+    (:func:`posflow.simulate._householder.path_score_rows`), differentiable, in the inputs'
+    dtype; cost O(B·H·(c·m·d + m·(C + 256)·d + m·d²)) with ⌈m/C⌉ + 8 sequential lags. Both
+    agree to rounding (≲ (⌈m/C⌉ + 1)·(2d + 4C²)·u·‖q‖‖k‖ apart in float64).
 
     Parameters
     ----------
     q : (B, H, c, d) queries at positions start … start + c − 1
     k, w : (B, H, m, d) keys and unit vectors at positions 0 … m − 1, m = start + c
     beta : (B, H, m) in [0, 2]
+    start : int ≥ 0
+    chunk : int ≥ 1 or None
 
-    Returns (B, H, c, m); entries with j > i are meaningless (masked by the caller).
-    Cost O(B·H·c·m·d) with m sequential steps; memory O(B·H·c·m).
+    Returns (B, H, c, m); entries with j > i are meaningless (the sweep) or 0 (chunked), masked
+    by the caller. Memory O(B·H·c·m). Raises ValueError when m ≠ start + c; TypeError for a
+    non-integer chunk.
     """
     c, m = q.shape[-2], k.shape[-2]
     if m != start + c:
         raise ValueError(f"keys must cover positions 0 … start + c − 1 = {start + c - 1}; got {m}")
+    if chunk is not None:
+        return path_score_rows(q, k, w, beta, start, check_int(chunk, "chunk", 1))
     pos = torch.arange(start, start + c, device=q.device)
     u, cols = q, []
     for t in range(m - 1, -1, -1):
@@ -254,8 +270,12 @@ def path_scores(q, k, w, beta, start: int = 0) -> torch.Tensor:
 class Path(PositionScheme):
     """PaTH-style Householder transport: w_t = unit(W_w x_t), β_t = 2·sigmoid(W_β x_t) (AT20).
 
-    Per head; no short convolution or forget gate (a plain reference, see [B] §4).
+    Per head; no short convolution or forget gate (a plain reference, see [B] §4). Scores by the
+    chunked UT-transform algorithm (:func:`path_scores` with ``chunk`` = :attr:`chunk`, 64),
+    differentiable and in the model's dtype.
     """
+
+    chunk = 64
 
     def __init__(self, n_head, d_head, layer, d_model: int | None = None):
         super().__init__(n_head, d_head, layer)
@@ -278,4 +298,4 @@ class Path(PositionScheme):
         """Scores of queries at positions start … start + c − 1 against keys 0 … start + c − 1."""
         m = start + q.shape[-2]
         w, beta = self.steps(x[:, :m])
-        return path_scores(q, k[..., :m, :], w, beta, start)
+        return path_scores(q, k[..., :m, :], w, beta, start, chunk=self.chunk)

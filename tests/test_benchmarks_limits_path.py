@@ -1,0 +1,34 @@
+"""benchmarks/_limits_path.py at tiny sizes: the PaTH section returns one row per measured path
+with its unit, reference and percent (no timing is asserted)."""
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture
+def section(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))
+    return importlib.import_module("_limits_path")
+
+
+def test_tiny_run_gives_ratio_rate_and_share_rows(section):
+    rows = section.path_sections(10.0, lengths=(64, 300), assembly_t=300, repeat=1)
+    assert [r["unit"] for r in rows] == ["×", "×", "GFLOP/s", "GFLOP/s", "%"]
+    for r in rows:
+        assert set(r) == {"path", "achieved", "unit", "reference", "percent"}
+        assert r["achieved"] > 0 and r["reference"] > 0
+        assert r["percent"] == pytest.approx(100 * r["achieved"] / r["reference"])
+    assert "T = 64" in rows[0]["path"] and "T = 300" in rows[1]["path"]
+    assert rows[2]["reference"] == rows[3]["reference"] == 10.0  # the matmul's GFLOP/s
+    assert rows[4]["reference"] == 20.0 and rows[4]["achieved"] < 100.0
+
+
+def test_the_assembly_timer_leaves_the_writer_in_place(section):
+    put = section.H._put
+    section._assembly_share(40, 1)
+    assert section.H._put is put
