@@ -21,6 +21,8 @@ transaction as soon as it finishes. A sweep killed at any moment therefore resum
 recomputing finished tasks, and ``INSERT OR IGNORE`` on the key forbids duplicates. A store
 remembers the fingerprint of its spec and refuses another one, unchanged. Tasks run on a Dask
 ``LocalCluster`` (``workers`` processes, or threads) or on the cluster at ``scheduler``.
+:meth:`SweepStore.to_dataframe` (and :meth:`SweepReport.to_dataframe`) give the table as a pandas
+DataFrame, one row per task; pandas is imported only there.
 Claims: those of the experiments (PB4–PB6, PB9–PB11, AT12, AT13, AT19).
 """
 
@@ -45,6 +47,7 @@ __all__ = [
     "MAX_SPEC_BYTES",
     "MAX_TASKS",
     "NEEDS_DASK",
+    "NEEDS_PANDAS",
     "Experiment",
     "SweepReport",
     "SweepSpec",
@@ -60,6 +63,7 @@ __all__ = [
 NEEDS_DASK = (
     "posflow sweep needs dask.distributed: pip install -e .[cluster] (or 'posflow[cluster]')"
 )
+NEEDS_PANDAS = "to_dataframe needs pandas, which is not installed: pip install pandas"
 STORE_FILE = "sweep.sqlite"
 _SPEC_KEYS = {"experiment", "version", "params", "grid"}
 MAX_TASKS = 10**6  # grid points of one sweep
@@ -331,21 +335,53 @@ class SweepStore:
             ),
         )
 
+    def _records(self) -> list[tuple]:
+        """(idx, key, params, results, backend, seconds) of every finished task, in grid order."""
+        try:
+            cur = self.db.execute(
+                "SELECT idx, key, params, results, backend, seconds FROM results ORDER BY idx"
+            )
+            return [(idx, key, json.loads(params), json.loads(results), backend, seconds)
+                    for idx, key, params, results, backend, seconds in cur]  # fmt: skip
+        except (sqlite3.DatabaseError, json.JSONDecodeError, TypeError) as exc:
+            raise self._corrupt(exc) from None
+
     def rows(self, meta: bool = False) -> list[dict]:
         """Rows in grid order: {"key", "params", "results"} (+ backend, seconds with meta)."""
         out = []
-        try:
-            cur = self.db.execute(
-                "SELECT key, params, results, backend, seconds FROM results ORDER BY idx"
-            )
-            for key, params, results, backend, seconds in cur:
-                row = {"key": key, "params": json.loads(params), "results": json.loads(results)}
-                if meta:
-                    row |= {"backend": backend, "seconds": seconds}
-                out.append(row)
-        except (sqlite3.DatabaseError, json.JSONDecodeError, TypeError) as exc:
-            raise self._corrupt(exc) from None
+        for _, key, params, results, backend, seconds in self._records():
+            row = {"key": key, "params": params, "results": results}
+            if meta:
+                row |= {"backend": backend, "seconds": seconds}
+            out.append(row)
         return out
+
+    def to_dataframe(self, meta: bool = False):
+        """The table of :meth:`rows` as a pandas DataFrame: one row per finished task.
+
+        Index ``task``: the grid position of the task (0 … num_tasks − 1, last grid name
+        fastest; a sweep still running or interrupted lacks the unfinished positions). Columns,
+        all plain scalars: ``key``, the grid parameters in grid order, the fixed parameters (the
+        experiment's defaults included), then the experiment's results in the order it returns
+        them (a result named like a parameter becomes ``NAME_result``); with ``meta`` also
+        ``backend`` and ``seconds`` (each task's wall-clock time on its worker).
+
+        pandas is imported here only (``import posflow`` does not load it); ImportError naming
+        ``pip install pandas`` when it is missing.
+        """
+        pd = _pandas()
+        recs = self._records()
+        grid = [g[0] for g in self.spec.get("grid", [])]
+        params = list(dict.fromkeys([*grid, *(k for r in recs for k in r[2])]))
+        results = list(dict.fromkeys(k for r in recs for k in r[3]))
+        names = {k: f"{k}_result" if k in params or k == "key" else k for k in results}
+        extra = ["backend", "seconds"] if meta else []
+        rows = [[key, *(p.get(k) for k in params), *(res.get(k) for k in results),
+                 *([backend, seconds] if meta else [])]
+                for _, key, p, res, backend, seconds in recs]  # fmt: skip
+        index = pd.Index([r[0] for r in recs], name="task", dtype="int64")
+        columns = ["key", *params, *(names[k] for k in results), *extra]
+        return pd.DataFrame(rows, index=index, columns=columns)
 
     def close(self):
         self.db.close()
@@ -363,6 +399,15 @@ def load_table(path, meta: bool = False) -> list[dict]:
         return store.rows(meta)
 
 
+def _pandas():
+    """pandas, imported on first use; ImportError naming the install command otherwise."""
+    try:
+        import pandas
+    except ImportError as exc:
+        raise ImportError(NEEDS_PANDAS) from exc
+    return pandas
+
+
 # ------------------------------------------------------------------------------------------
 # running
 
@@ -376,6 +421,11 @@ class SweepReport:
     skipped: int
     computed: int
     seconds: float
+
+    def to_dataframe(self, meta: bool = False):
+        """The store's table as a pandas DataFrame (:meth:`SweepStore.to_dataframe`)."""
+        with SweepStore(self.store) as st:
+            return st.to_dataframe(meta)
 
 
 def _distributed():

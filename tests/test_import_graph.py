@@ -201,10 +201,12 @@ def test_the_privacy_rule_sees_a_planted_reach(tmp_path):
 
 
 @pytest.mark.parametrize(("code", "absent"), [
-    ("import posflow", ("scipy.stats", "matplotlib", "posflow.proofs_checks.kit", "torch")),
+    ("import posflow",
+     ("scipy.stats", "matplotlib", "posflow.proofs_checks.kit", "torch", "pandas")),
     ("from posflow.proofs_checks.cli import build_parser; build_parser()",
-     ("scipy.stats", "matplotlib", "posflow.proofs_checks.kit", "torch")),
-    ("import posflow.proofs_checks.kit", ("matplotlib", "torch")),
+     ("scipy.stats", "matplotlib", "posflow.proofs_checks.kit", "torch", "pandas")),
+    ("import posflow.proofs_checks.kit", ("matplotlib", "torch", "pandas")),
+    ("import posflow.simulate.sweep", ("pandas",)),
 ])  # fmt: skip
 def test_start_up_leaves_heavy_modules_unloaded(code, absent):
     import subprocess

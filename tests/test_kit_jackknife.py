@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import t as student_t
 
 from posflow.proofs_checks.kit import (
@@ -26,6 +28,33 @@ def test_decision_is_the_jackknife_t_interval_written_out():
     dec = crossfit_decision("x", d, 0.99, 0.0)
     assert (dec.lo, dec.hi) == pytest.approx((d[0] - q * se, d[0] + q * se), abs=1e-14)
     assert dec.decision == HOLDS and dec.label == "x"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    G=st.integers(2, 60),
+    est=st.floats(-1e3, 1e3, allow_nan=False),
+    spread=st.floats(1e-9, 1e2, allow_nan=False),
+    level=st.floats(0.5, 0.9999, allow_nan=False),
+    seed=st.integers(0, 2**16),
+)
+def test_the_interval_equals_scipy_t_interval_with_the_jackknife_scale(G, est, spread, level,
+                                                                       seed):  # fmt: skip
+    from posflow.proofs_checks.kit._jackknife import jackknife_scipy
+
+    d = _replicates(est, spread, G, seed)
+    dec = crossfit_decision("x", d, level, 0.0)
+    lo, hi = jackknife_scipy(d, level)
+    # the same formula, sums in another order and scipy's t quantile: a few ε of the ends,
+    # relative to the interval's magnitude |θ̂| + half-width (measured worst: about 9e-15), plus
+    # the t quantile's conditioning: the tail probability (1 − level)/2 formed in two ways differs
+    # by ~ε, which moves the quantile by ~ε/(1 − level) relative (1 d.f., level 0.9999: 2e-12)
+    scale = max(1.0, abs(d[0]) + (dec.hi - dec.lo) / 2)
+    tol = (1e-13 + 4 * np.finfo(float).eps / (1 - level)) * scale
+    assert abs(dec.lo - lo) <= tol and abs(dec.hi - hi) <= tol
+    se = np.sqrt((G - 1) / G * ((d[1:] - d[1:].mean()) ** 2).sum())  # the jackknife se
+    q = student_t.ppf(0.5 + level / 2, G - 1)
+    assert (lo, hi) == pytest.approx((d[0] - q * se, d[0] + q * se), rel=1e-12, abs=tol)
 
 
 @pytest.mark.parametrize(("est", "spread", "want"), [

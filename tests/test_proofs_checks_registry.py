@@ -5,6 +5,7 @@ import json
 import pytest
 
 from posflow.proofs_checks.cli import main
+from posflow.proofs_checks.kit import _frames as frames
 from posflow.proofs_checks.kit import _registry as registry
 from posflow.proofs_checks.kit._evidence import info
 from posflow.proofs_checks.kit._registry import Context, Evidence
@@ -128,3 +129,78 @@ def test_posflow_verify_writes_a_new_folder(tmp_path):
     (r,) = posflow.verify(["PB13"], out=out)
     assert r.claim.id == "PB13" and r.status == "HOLDS"
     assert (out / "results.json").is_file() and (out / "index.md").is_file()
+
+
+# -- results as pandas frames --
+
+
+def test_to_dataframe_has_one_row_per_claim_with_the_records_values(monkeypatch, tmp_path):
+    import pandas as pd
+
+    import posflow
+
+    def boom(ctx):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setitem(registry._REGISTRY, "PB999",
+                        registry.Claim("PB999", "[D]", "a check that crashes", (), boom))
+    results = posflow.verify(["PB13", "PB999"], out=tmp_path)
+    assert isinstance(results, registry.Results) and isinstance(results, list)
+    df = results.to_dataframe()
+    assert df.index.tolist() == ["PB13", "PB999"] and df.index.name == "id"
+    assert df.columns.tolist() == list(frames._CLAIM_COLUMNS)
+    for r in results:
+        row, ms = df.loc[r.claim.id], (r.evidence.measurements if r.evidence else [])
+        judged = [m for m in ms if m.judged]
+        assert (row.status, row.statement, row.source) == (r.status, r.claim.statement,
+                                                           r.claim.source)  # fmt: skip
+        assert (row.expected, row.as_expected) == (r.expected, r.as_expected)
+        assert (row.measurements, row.judged) == (len(ms), len(judged))
+        assert row.failed == sum(m.passed is False for m in judged)
+        assert row.seconds == round(r.seconds, 3) and row.timing == r.timing
+        assert row.summary == (r.evidence.summary if r.evidence else "")
+    assert df.loc["PB999", "error"].endswith("kaboom") and pd.isna(df.loc["PB13", "error"])
+    # the JSON the report wrote gives the same frame, from a path or from the loaded records
+    saved = tmp_path / "results.json"
+    pd.testing.assert_frame_equal(frames.results_frame(saved), df)
+    pd.testing.assert_frame_equal(frames.results_frame(json.loads(saved.read_text())), df)
+
+
+def test_to_dataframe_of_measurements_matches_the_evidence(tmp_path):
+    import math
+
+    import pandas as pd
+
+    import posflow
+
+    results = posflow.verify(["PB2", "PB13"], out=tmp_path)
+    df = results.to_dataframe(measurements=True)
+    ms = [(r.claim.id, m) for r in results for m in r.evidence.measurements]
+    assert len(df) == len(ms) > 2
+    assert df.columns.tolist() == ["id", *frames._MEASUREMENT_COLUMNS]
+    for (_, row), (cid, m) in zip(df.iterrows(), ms, strict=True):
+        assert (row.id, row.key, row.label, row.test, row.role) == (cid, m.key, m.label, m.test,
+                                                                    m.role)  # fmt: skip
+        same = row.value == m.value or (isinstance(m.value, float) and math.isnan(m.value))
+        assert same and (pd.isna(row.passed) if m.passed is None else row.passed == m.passed)
+        if m.tol is not None:
+            assert (row.tolerance, row.tolerance_kind, row.tolerance_reason) == (
+                m.tol.value, m.tol.kind, m.tol.reason)
+        else:
+            assert pd.isna(row.tolerance_kind) and pd.isna(row.tolerance)
+    pd.testing.assert_frame_equal(
+        frames.results_frame(tmp_path / "results.json", measurements=True), df)
+
+
+def test_results_frame_refuses_what_is_not_results_and_names_pandas(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="is not JSON"):
+        frames.results_frame(bad)
+    with pytest.raises(ValueError, match="records of posflow verify --json"):
+        frames.results_frame([{"id": "PB1"}])
+    with pytest.raises(ValueError, match="Result objects or records"):
+        frames.results_frame([3])
+    monkeypatch.setitem(__import__("sys").modules, "pandas", None)  # import pandas now fails
+    with pytest.raises(ImportError, match=r"pip install pandas"):
+        registry.Results().to_dataframe()

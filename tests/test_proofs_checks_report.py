@@ -72,17 +72,97 @@ def test_html_has_contents_captions_time_and_figures_before_their_measurements(r
     page = (tmp_path / "index.html").read_text()
     nav = page[page.index("<nav>"):page.index("</nav>")]
     assert 'href="#verdicts"' in nav and 'href="#evidence-pb998"' in nav
-    assert "<th>time (s)</th><th>timing</th>" in page
-    assert re.search(r'<td class="num">\d+\.\d+</td><td>\w', page)  # seconds and what they include
+    assert "<th>summary</th><th>time (s)</th></tr>" in page
+    # seconds to read, with what they include in a word (the note below the table says more)
+    (r,) = results
+    when = "alone" if r.timing.startswith("alone") else "after " + r.timing.split()[1]
+    assert re.search(r'<td class="num">\d+\.\d\d<span class="when" title="[^"]+">'
+                     + when + "</span></td>", page)  # fmt: skip
     section = page[page.index('id="evidence-pb998"'):]
-    assert section.index("<figure>") < section.index("<table>")  # the figure beside its claim
+    assert section.index("<figure>") < section.index("<table")  # the figure beside its claim
     assert "Figure PB998.1: a test figure. Verdict of PB998: FAILS." in section
+    # a figure 2 panels wide spans the page; the measurements follow it, not beside it
+    assert 'class="beside"' not in section
+
+
+def test_html_measurements_name_each_tolerance_reason_once(results, tmp_path):
+    from posflow.proofs_checks.kit._report import _html_measurements
+
+    rec = records(results)[0]
+    rec["measurements"].append(dict(rec["measurements"][0], key="err2", label="again"))
+    view = _html_measurements(rec)
+    assert view["html_notes"] == ["floating-point: T·n·ε = 7e-13",
+                                  "parameter dip_depth: relative dip"]  # fmt: skip
+    assert [r[4] for r in view["html_rows"]] == ["floating-point [1]", "parameter [2]", "",
+                                                 "floating-point [1]"]  # fmt: skip
+    assert [r[3] for r in view["html_rows"]][:2] == ["≤ 0 + 1e-12", "≥ 0.05"]  # tolerance inside
+
+
+def test_a_narrow_figure_sits_beside_its_measurements(results, tmp_path, monkeypatch):
+    fig = E.Figure("one", "one panel", [E.Panel("p", "x", "y", [E.Series("s", [1, 2], [3, 4])])])
+    ev = E.Evidence([E.at_most("err", 0.0, 0.0, E.fp_tol(1e-12, "ε"))], figures=[fig])
+    claim = _claim_with(ev)
+    monkeypatch.setitem(registry._REGISTRY, claim.id, claim)
+    write_report([registry.run_claim(claim, registry.Context())], tmp_path, size="quick")
+    page = (tmp_path / "index.html").read_text()
+    beside = page[page.index('<div class="beside">'):]
+    assert beside.index("<figure>") < beside.index('<table class="measurements">')
+
+
+@pytest.mark.parametrize(("text", "plain"), [
+    ("Dichotomy: $\\lambda_t = 0.5/(t+1)^\\beta$, n = 64", "Dichotomy: λ_t = 0.5/(t+1)^β, n = 64"),
+    ("$-\\log \\sum_{j \\geq 1} P[n-1, j]$", "−log Σ_{j ≥ 1} P[n−1, j]"),
+    ("its limit $\\mu_\\infty$ = 3.38", "its limit μ_∞ = 3.38"),
+    ("$\\mathrm{line}\\ k$ and $\\frac{a}{b}$", "line k and a/b"),
+    ("costs 5 $ only", "costs 5 $ only"),
+])  # fmt: skip
+def test_tex_in_figure_titles_is_read_as_unicode(text, plain):
+    from posflow.proofs_checks.kit._report import _tex
+
+    assert _tex(text) == plain
+
+
+def test_caption_has_one_full_stop_and_no_tex(tmp_path, monkeypatch):
+    fig = E.Figure("d", "Dichotomy: $\\lambda_t$", [E.Panel("p", "x", "y",
+                   [E.Series("s", [1, 2], [3, 4])])], caption="Curves flatten.")  # fmt: skip
+    ev = E.Evidence([E.at_most("err", 0.0, 0.0, E.fp_tol(1e-12, "ε"))], figures=[fig])
+    claim = _claim_with(ev)
+    monkeypatch.setitem(registry._REGISTRY, claim.id, claim)
+    write_report([registry.run_claim(claim, registry.Context())], tmp_path, size="quick")
+    page = (tmp_path / "index.html").read_text()
+    assert "Dichotomy: λ<sub>t</sub> — Curves flatten. Verdict of PB998: HOLDS." in page
+    assert "$" not in page[page.index("<figcaption>"):page.index("</figcaption>")]
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.4444, "0.44"), (4.335, "4.33"), (12.34, "12.3"),
+                                               (123.4, "123")])  # fmt: skip
+def test_seconds_are_written_to_read(seconds, text):
+    from posflow.proofs_checks.kit._report import _seconds
+
+    assert _seconds(seconds) == text
+
+
+def test_timing_in_a_word_and_the_date_in_utc():
+    from posflow.proofs_checks.kit._registry import timing_label
+    from posflow.proofs_checks.kit._report import _timing_short, _when
+
+    assert [_timing_short(timing_label(k)) for k in (0, 1, 3)] == ["alone", "after 1", "after 3"]
+    assert _timing_short("alone (own process)") == "alone"
+    assert _when("2026-12-02T18:05:47+00:00") == "2026-12-02 18:05 UTC"
+    assert _when("2026-12-02T20:05:47+02:00") == "2026-12-02 18:05 UTC"
+    assert _when("not a date") == "not a date"
 
 
 @pytest.mark.parametrize(("text", "html"), [
     ("λ_t", "λ<sub>t</sub>"), ("e^{2λ}", "e<sup>2λ</sup>"), ("Σ_{j≥1}", "Σ<sub>j≥1</sub>"),
     ("near_far_mass", "near_far_mass"), ("x_1 < y", "x<sub>1</sub> &lt; y"),
-    ("a_<b>", "a_&lt;b&gt;"),
+    ("a_<b>", "a_&lt;b&gt;"), ("Σ_j A_ij (i−j)", "Σ<sub>j</sub> A<sub>ij</sub> (i−j)"),
+    ("e_(n−1)R_99⋯R_0", "e<sub>(n−1)</sub>R<sub>99</sub>⋯R<sub>0</sub>"),
+    ("μ_∞(m,c)", "μ<sub>∞</sub>(m,c)"), ("R_0R_1 ≠ R_1R_0", "R<sub>0</sub>R<sub>1</sub> ≠ "
+                                          "R<sub>1</sub>R<sub>0</sub>"),
+    ("(t+1)^0.8: x", "(t+1)<sup>0.8</sup>: x"), ("U_MIN_DEPTH·(n−1)", "U_MIN_DEPTH·(n−1)"),
+    ("log_min_diag, n_trials", "log_min_diag, n_trials"), ("x_1. y", "x<sub>1</sub>. y"),
+    ("$\\lambda_t$", "λ<sub>t</sub>"),
 ])  # fmt: skip
 def test_statement_mathematics_becomes_sub_and_superscripts(text, html):
     from posflow.proofs_checks.kit._report import _math

@@ -208,6 +208,58 @@ def test_store_refuses_another_spec_and_stays_unchanged(tmp_path):
         sweep.load_table(other)
 
 
+def _partial_store(path):
+    """A store of SMALL with grid points 0, 3 and 11 finished (by run_task, as a worker would)."""
+    s = spec()
+    tasks = s.tasks()
+    with sweep.SweepStore(path, s) as st:
+        for idx in (11, 0, 3):  # written out of order, as workers finish
+            _, key, params = tasks[idx]
+            res, sec = sweep.run_task(s.experiment, params)
+            st.put(idx, key, params, res, "numpy", sec)
+    return s
+
+
+def test_to_dataframe_is_the_store_table_one_row_per_finished_task(tmp_path):
+    import pandas as pd
+
+    s = _partial_store(tmp_path / "st")
+    with sweep.SweepStore(tmp_path / "st") as st:
+        rows, df = st.rows(meta=True), st.to_dataframe(meta=True)
+        plain = st.to_dataframe()
+    assert df.index.name == "task" and df.index.tolist() == [0, 3, 11]
+    grid, results = list(s.grid), list(rows[0]["results"])
+    fixed = [k for k in rows[0]["params"] if k not in grid]
+    assert df.columns.tolist() == ["key", *grid, *fixed, *results, "backend", "seconds"]
+    assert plain.columns.tolist() == ["key", *grid, *fixed, *results]
+    for (task, rec), row in zip(df.iterrows(), rows, strict=True):
+        assert rec["key"] == row["key"] == s.tasks()[task][1]
+        assert {k: rec[k] for k in row["params"]} == row["params"]
+        assert {k: rec[k] for k in results} == row["results"]  # the stored floats, bit for bit
+        assert (rec["backend"], rec["seconds"]) == (row["backend"], row["seconds"])
+    assert df["T"].dtype == np.int64 and df["p_first"].dtype == np.float64
+    pd.testing.assert_frame_equal(plain, df.drop(columns=["backend", "seconds"]))
+    report = sweep.SweepReport(tmp_path / "st", s.num_tasks, 0, 3, 1.0)
+    pd.testing.assert_frame_equal(report.to_dataframe(meta=True), df)
+
+
+def test_to_dataframe_of_an_empty_store_and_a_result_named_like_a_parameter(tmp_path):
+    with sweep.SweepStore(tmp_path / "st", spec()) as st:
+        assert st.to_dataframe().empty
+        params = {"T": 10, "beta": 0.5, "kernel": "alibi", "n": 4}
+        st.put(0, "k0", params, {"n": 2.5, "key": 1.0}, "numpy", 0.1)
+        df = st.to_dataframe()
+    assert df.columns.tolist() == ["key", "kernel", "beta", "T", "n", "n_result", "key_result"]
+    assert df.loc[0].tolist() == ["k0", "alibi", 0.5, 10, 4, 2.5, 1.0]
+
+
+def test_to_dataframe_without_pandas_names_the_install_command(tmp_path, monkeypatch):
+    s = _partial_store(tmp_path / "st")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install pandas"):
+        sweep.SweepReport(tmp_path / "st", s.num_tasks, 0, 3, 1.0).to_dataframe()
+
+
 # ------------------------------------------------------------------------------------------
 # runs on Dask
 

@@ -37,7 +37,7 @@ from posflow.proofs_checks.kit import (
     undecided,
 )
 from posflow.simulate.models.crossfit import crossfit
-from posflow.simulate.models.profiles import color, line_style
+from posflow.simulate.models.profiles import LABELS, color, line_style
 
 __all__ = ["CANDIDATES", "CF_RIVALS", "crossfit_decision", "crossfit_evidence",
            "jackknife_controls", "library_reference"]  # fmt: skip
@@ -55,6 +55,45 @@ REPORT_LEVEL = 0.95  # the reported metrics' intervals (the judged differences: 
 
 
 library_reference = crossfit_library_reference  # PB15's name for the kit's reference
+
+
+# -- figure helpers (PB15's figures: names not keys, titles folded, log axes that show p̂) ------
+
+
+# the figures' names of PB15's evidence keys (their colours: posflow.simulate.models.profiles)
+SHORT = {"b": "(b)", "a": "(a)", "b_param": "(c)", "a_param": "(a) with [A]'s kernels", "d": "(d)",
+         "e": "(e)", **{k: k for k in ("geometric", "linear", "uniform", "shuffled")}}  # fmt: skip
+
+
+def wrap(text: str, width: int = 60) -> str:
+    """``text`` folded into lines of at most ``width`` characters (panel and figure titles)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def profile_floor(measured, lo) -> float:
+    """The lower end of a log p(j) axis: a decade under the measured profile and its band."""
+    low = np.concatenate([np.ravel(measured), np.ravel(lo)])
+    low = low[np.isfinite(low) & (low > 0)]
+    return float(10.0 ** (np.floor(np.log10(low.min())) - 1)) if low.size else 1e-6
+
+
+def off_axis(profiles: dict, floor: float) -> str:
+    """The caption's note of the profiles that leave a log axis below ``floor``."""
+    low = {k: float(np.min(p)) for k, p in profiles.items() if np.min(p) < floor}
+    out = [f"{SHORT[k]} ({'reaches 0' if v <= 0 else f'down to {v:.1g}'})"
+           for k, v in low.items()]  # fmt: skip
+    return "Below the log axis: " + ", ".join(out) + "." if out else ""
+
+
+def rival_panel(title, rivals, d, colours) -> Panel:
+    """W1(x) − W1(rival) with its interval, one point per rival in the rival's colour, the rivals
+    named left to right on the axis label."""
+    pts = [Series("", [i], [r[0]], "errorbar", yerr=[[r[0] - r[1]], [r[2] - r[0]]], color=c)
+           for i, (r, c) in enumerate(zip(d, colours, strict=True))]  # fmt: skip
+    names = wrap("rival, left to right: " + ", ".join(SHORT.get(r, r) for r in rivals), 50)
+    return Panel(wrap(title, 48), names, "W1 difference", pts, hlines=[(0.0, "")])
 
 
 # -- the evidence of one model ----------------------------------------------------------------
@@ -166,31 +205,34 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
 
 
 def _figure(tag, name, cf, decs, best, what) -> Figure:
-    """The cross-fitted W1 and shape metric per predictor, the best rollout's differences, and
-    the profiles of the direction H₁ → H₂ against p̂ of H₂."""
+    """The cross-fitted W1 and shape metric per predictor, the best rollout's differences (both
+    with the predictors in their colours, named on the axis), and the profiles of the direction
+    H₁ → H₂ against p̂ of H₂ (the one legend, names not keys)."""
     keys = [ek for ek, k in REPORTED.items() if k in cf.keys]
-    x = np.arange(len(keys))
+    colours = [color(REPORTED[k]) for k in keys]
+    named = wrap("predictor, left to right: " + ", ".join(SHORT[k] for k in keys), 50)
     panels = []
     for m, label in (("w1", "W1/(n−1)"), ("shape", "shape: centred W1/(n−1)")):
         iv = np.array([cf.interval(m, REPORTED[k], REPORT_LEVEL) for k in keys])
-        err = [iv[:, 0] - iv[:, 2], iv[:, 3] - iv[:, 0]]
-        panels.append(Panel(f"cross-fitted {label}: " + ", ".join(f"{i} = {k}" for i, k in
-                                                                  enumerate(keys)),
-                            "predictor", label, [Series(label, x, iv[:, 0], "errorbar",
-                                                        yerr=err, color="measured")]))  # fmt: skip
+        pts = [Series("", [i], [r[0]], "errorbar", yerr=[[r[0] - r[2]], [r[3] - r[0]]], color=c)
+               for i, (r, c) in enumerate(zip(iv, colours, strict=True))]  # fmt: skip
+        panels.append(Panel(f"cross-fitted {label}, {100 * REPORT_LEVEL:g}% jackknife "
+                            "intervals", named, label, pts))  # fmt: skip
     d = np.array([[r.estimate, r.lo, r.hi] for r in decs])
-    err = [d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]]
-    diff = Series(f"{best} − rival", np.arange(len(decs)), d[:, 0], "errorbar", yerr=err,
-                  color=color(CANDIDATES[best]))
-    panels.append(Panel(f"W1({best}) − W1(rival), one parameter each: "
-                        + ", ".join(f"{i} = {r.label}" for i, r in enumerate(decs)), "rival",
-                        "W1 difference", [diff], hlines=[(0.0, "")]))  # fmt: skip
+    x = SHORT[best].strip("()")
+    panels.append(rival_panel(f"W1({x}) − W1(rival), one parameter each; below 0: ({x}) "
+                              "beats the rival", [r.label for r in decs], d,
+                              [color(CF_RIVALS[r.label]) for r in decs]))  # fmt: skip
     n = cf.measured.shape[1]
     j = np.arange(n)
-    series = [Series("measured, H₂", j, cf.measured[0], color="measured")]
-    series += [Series(k, j, cf.profiles[REPORTED[k]][0], color=color(REPORTED[k]),
-                      style=line_style(REPORTED[k])) for k in keys]  # fmt: skip
+    series = [Series("measured p̂ of H₂", j, cf.measured[0], color="measured")]
+    series += [Series(LABELS[REPORTED[k]], j, cf.profiles[REPORTED[k]][0],
+                      color=color(REPORTED[k]), style=line_style(REPORTED[k]))
+               for k in keys]  # fmt: skip
+    floor = profile_floor(cf.measured[0], cf.measured[0])
     panels.append(Panel("fitted on H₁, scored on H₂", "token position j", "p(j)", series,
-                        logy=True, legend="shared"))  # fmt: skip
-    return Figure(f"pb15_{tag}_crossfit", f"PB15 like for like, {name}: one fitted parameter "
-                  "per predictor, fitted on one half of the windows, scored on the other", panels)
+                        logy=True, ylim=(floor, 1.0), legend="shared"))  # fmt: skip
+    below = off_axis({k: cf.profiles[REPORTED[k]][0] for k in keys}, floor)
+    return Figure(f"pb15_{tag}_crossfit", wrap(f"PB15 like for like, {name}: one fitted "
+                  "parameter per predictor, fitted on one half of the windows, scored on the "
+                  "other", 150), panels, caption=below)  # fmt: skip

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from posflow.proofs_checks.claims.pb15_crossfit import off_axis, profile_floor, rival_panel, wrap
 from posflow.proofs_checks.kit import Figure, Panel, Series, Table, info
 from posflow.simulate.models.profiles import (
     LABELS,
@@ -140,7 +141,7 @@ def study_evidence(store: dict, tag: str = "smollm2_study",
         ]
         panels.append(
             Panel(
-                f"n = {n} (best: {r['best']})",
+                f"n = {n} (least W1: {_short(r['best'])})",
                 "token position j",
                 "p(j)",
                 series,
@@ -255,6 +256,11 @@ def study_evidence(store: dict, tag: str = "smollm2_study",
 # the live models' tables and figure (bs: a Bootstrap keyed by PB15's evidence keys)
 
 
+def _short(k: str) -> str:
+    """A profile key of :mod:`posflow.simulate.models.profiles` as a figure names it: (e)."""
+    return {"a_c": "(a) with [A]'s kernels"}.get(k, f"({k})" if len(k) == 1 else k)
+
+
 def _what(k: str) -> str:
     return PREDICTED.get(k, NULLS.get(k))
 
@@ -298,38 +304,42 @@ def model_tables(tag, name, bs, level: float, B: int, family: int, alpha: float,
 
 
 def model_figure(tag: str, bs, level: float, diff_rows, note: str) -> Figure:
-    """PB15's figure of one model: the profiles, W1(b) − W1(rival) and λ_t, with intervals."""
+    """PB15's figure of one model: the profiles (one legend below, names not keys; the log axis
+    from a decade under the measured band), W1(b) − W1(rival) per named rival, and λ_t, with
+    bootstrap intervals."""
     n = bs.measured.shape[1]
     j = np.arange(n)
     lo, hi = np.quantile(bs.measured[1:], [(1 - level) / 2, (1 + level) / 2], axis=0)
+    pct = f"{100 * level:.3g}%"
     series = [
-        Series(f"measured ({100 * level:.3g}% band)", j, bs.measured[0], "band", lo, hi,
+        Series(f"measured p̂ ({pct} bootstrap band)", j, bs.measured[0], "band", lo, hi,
                color="measured"),
-        Series("measured", j, bs.measured[0], color="measured"),
+        Series("measured p̂", j, bs.measured[0], color="measured"),
     ]  # fmt: skip
-    series += [
-        Series(k, j, bs.profiles[k][0], color=color(KEYS[k]), style=line_style(KEYS[k]))
-        for k in (*PREDICTED, *NULLS)
-    ]
-    d = np.array([[r[1], r[2], r[3]] for r in diff_rows])
-    x = np.arange(len(diff_rows))
+    keys = (*PREDICTED, *NULLS)
+    series += [Series(LABELS[KEYS[k]], j, bs.profiles[k][0], color=color(KEYS[k]),
+                      style=line_style(KEYS[k])) for k in keys]  # fmt: skip
+    floor = profile_floor(bs.measured[0], lo)
     L = bs.lambdas.shape[1]
     lam_lo, lam_hi = np.quantile(bs.lambdas[1:], [(1 - level) / 2, (1 + level) / 2], axis=0)
-    rivals = ", ".join(f"{i} = {r[0]}" for i, r in enumerate(diff_rows))
-    err = [d[:, 0] - d[:, 1], d[:, 2] - d[:, 0]]
-    diff = Series("W1(b) − W1(rival)", x, d[:, 0], "errorbar", yerr=err, color=color("b"))
+    d = np.array([[r[1], r[2], r[3]] for r in diff_rows])
     err = [bs.lambdas[0] - lam_lo, lam_hi - bs.lambdas[0]]
-    lam = Series("λ_t", np.arange(L), bs.lambdas[0], "errorbar", yerr=err, color=color("b"))
-    title = "W1(b) − W1(rival): (b) beats a rival when the interval lies below 0; " + rivals
+    lam = Series("", np.arange(L), bs.lambdas[0], "errorbar", yerr=err, color=color("b"))
+    top = float(min(1.0, 1.2 * max(float(lam_hi.max()), float(bs.lambdas[0].max()))))
     return Figure(
         f"pb15_{tag}",
-        f"PB15, {note}",
+        wrap(f"PB15, {note}", 150),
         [
-            Panel("influence profiles", "token position j", "p(j)", series, logy=True),
-            Panel(title, "rival", "W1 difference", [diff], hlines=[(0.0, "")]),
-            Panel("measured λ_t", "layer t", "λ_t", [lam], ylim=(0.0, 1.0)),
+            Panel("influence profiles", "token position j", "p(j)", series, logy=True,
+                  ylim=(floor, 1.0), legend="shared"),
+            rival_panel(f"W1(b) − W1(rival), {pct} intervals: (b) beats a rival when its "
+                        "interval lies below 0", [r[0] for r in diff_rows], d,
+                        [color(KEYS[r[0]]) for r in diff_rows]),
+            Panel(f"measured λ_t ({pct} bootstrap intervals)", "layer t", "λ_t", [lam],
+                  ylim=(0.0, top)),
         ],
-    )
+        caption=off_axis({k: bs.profiles[k][0] for k in keys}, floor),
+    )  # fmt: skip
 
 
 def reported(sub, bs, N: int) -> list:

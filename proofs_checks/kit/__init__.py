@@ -8,7 +8,8 @@ module                      what it holds
 ``_registry``               :func:`register`, :class:`Context`, :class:`Claim`,
                             :class:`Relaxation`, :func:`add_relaxation`, :func:`all_claims`,
                             :func:`get_claim`, :func:`select`, :func:`run_claim`,
-                            :func:`verify` (the one registry of claims and relaxations)
+                            :func:`verify` and its :class:`Results` (the one registry of
+                            claims and relaxations)
 ``_evidence``               :class:`Evidence`, :class:`Measurement`, :class:`Tolerance`,
                             :class:`Table`, figure specs (:class:`Figure`, :class:`Panel`,
                             :class:`Series`) and the comparison helpers (:func:`close`,
@@ -47,7 +48,10 @@ module                      what it holds
 ``_inputs``, ``_examples``  random causal kernels for checks; Hypothesis example helpers
 ``_optional``               the INCONCLUSIVE evidence of a check whose optional extra is missing
 ``_counterexamples``        the counterexample search over a claim's relaxations
-``_report``, ``_figures``   the report (Markdown, HTML, JSON) and the figures it draws
+``_report``, ``_figures``   the report (Markdown, HTML, JSON) and the figures it draws;
+                            ``_markup``: its mathematics as HTML sub-/superscripts, TeX of
+                            figure titles as Unicode, seconds and dates to read
+``_frames``                 :func:`results_frame`: verify results as pandas DataFrames
 ``_catalog``                the claim catalog (``CLAIMS.md``)
 ==========================  ===================================================================
 
@@ -130,6 +134,7 @@ from posflow.proofs_checks.kit._figures import (
     render,
     save,
 )
+from posflow.proofs_checks.kit._frames import results_frame
 from posflow.proofs_checks.kit._inputs import random_alibi, random_causal, random_layers
 from posflow.proofs_checks.kit._jackknife import (
     crossfit_decision,
@@ -164,6 +169,7 @@ from posflow.proofs_checks.kit._registry import (
     Context,
     Relaxation,
     Result,
+    Results,
     add_relaxation,
     all_claims,
     claim_modules,
@@ -256,6 +262,7 @@ __all__ = [
     "Panel",
     "Relaxation",
     "Result",
+    "Results",
     "SearchResult",
     "Series",
     "Table",
@@ -339,6 +346,7 @@ __all__ = [
     "relaxations_of",
     "render",
     "replay",
+    "results_frame",
     "reversed_layer_order",
     "run_claim",
     "save",

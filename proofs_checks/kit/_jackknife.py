@@ -4,7 +4,8 @@
 kit.decide` from the delete-one-window jackknife t interval of its replicates
 (:func:`posflow.simulate.models.crossfit.jackknife_interval`); :func:`jackknife_controls` runs it
 on replicates moved to known-wrong places inside the verdict and compares the interval with the
-jackknife written out. :func:`crossfit_library_reference` recomputes a
+same interval through scipy (:func:`jackknife_scipy`: ``scipy.stats.t.interval`` with scale
+(G − 1)·``scipy.stats.sem``). :func:`crossfit_library_reference` recomputes a
 :class:`~posflow.simulate.models.crossfit.CrossFit` from the library's kernels, rollout, nulls and
 metrics (the independent reference of ``crossfit`` and ``layerwise_crossfit``).
 """
@@ -17,24 +18,76 @@ from posflow.proofs_checks.kit._controls import rejects
 from posflow.proofs_checks.kit._decide import Decision
 from posflow.proofs_checks.kit._evidence import FAILS, INCONCLUSIVE, at_most, fp_tol
 
-__all__ = ["crossfit_decision", "crossfit_library_reference", "jackknife_controls"]
+__all__ = [
+    "crossfit_decision",
+    "crossfit_library_reference",
+    "jackknife_controls",
+    "jackknife_scipy",
+]
 
 
 def crossfit_decision(label: str, replicates, level: float, bound: float) -> Decision:
     """W1(x) − W1(rival) ≤ ``bound`` decided by ``kit.decide`` from the jackknife t interval of
-    the ``replicates`` (full sample first, then one per left-out window) at coverage ``level``."""
+    the ``replicates`` (full sample first, then one per left-out window) at coverage ``level``.
+
+    .. math::
+        \\hat\\theta \\pm t_{G-1,\\,(1+c)/2}\\,\\widehat{se},\\qquad
+        \\widehat{se}^2 = \\frac{G-1}{G}\\sum_g (\\theta_{(-g)} - \\bar\\theta)^2
+
+    Parameters
+    ----------
+    label : str
+    replicates : array_like, shape (G + 1,), G ≥ 2
+        θ̂ on every window, then θ_(−g) with window g left out of the whole cross-fit.
+    level : float in (0, 1)
+    bound : float
+
+    The interval stays :func:`posflow.simulate.models.crossfit.jackknife_interval`, not
+    ``scipy.stats.bootstrap``: scipy resamples observations and recomputes a statistic of them,
+    whereas each θ_(−g) here is the whole cross-fitting procedure (every fit) redone without a
+    window, so only the replicates exist, and scipy has no public delete-one-group jackknife
+    nor a t-quantile jackknife interval (its jackknife serves only the BCa acceleration).
+    :func:`jackknife_controls` checks the interval against ``scipy.stats.t.interval`` with
+    scale (G − 1)·``scipy.stats.sem`` (the same formula through scipy), to a few ε.
+    """
     from posflow.simulate.models.crossfit import jackknife_interval
 
     est, _, lo, hi = jackknife_interval(replicates, level)
     return Decision(label, est, lo, hi, bound, "le", level)
 
 
+def jackknife_scipy(replicates, level: float) -> tuple[float, float]:
+    """The jackknife t interval of ``replicates`` through scipy: ``scipy.stats.t.interval``
+    at ``level`` with G − 1 degrees of freedom, centred on the full-sample estimate θ̂, scale
+
+    .. math::
+        (G - 1)\\,\\mathrm{sem}(\\theta_{(-1)}, …, \\theta_{(-G)})
+        = (G - 1)\\,\\frac{s}{\\sqrt{G}} = \\sqrt{\\tfrac{G-1}{G}
+          \\textstyle\\sum_g (\\theta_{(-g)} - \\bar\\theta)^2} = \\widehat{se}
+
+    (s the sample standard deviation, ddof = 1, of the G left-out replicates).
+
+    Parameters
+    ----------
+    replicates : array_like, shape (G + 1,), G ≥ 2
+    level : float in (0, 1)
+
+    Returns (lo, hi), the reference of :func:`crossfit_decision`'s interval (equal to it within
+    a few ε of the interval ends: the same sums in another order, scipy's t quantile).
+    """
+    from scipy import stats
+
+    d = np.asarray(replicates, dtype=np.float64)
+    G = d.size - 1
+    se = (G - 1) * stats.sem(d[1:])
+    lo, hi = stats.t.interval(level, G - 1, loc=d[0], scale=se)
+    return float(lo), float(hi)
+
+
 def jackknife_controls(d, level: float, bound: float) -> list:
     """The jackknife judge on replicates moved to known-wrong places (3 interval widths above the
     bound must FAIL, centred on it must be INCONCLUSIVE), and ``jackknife_interval`` against the
-    jackknife written out: √((G − 1)/G Σ (θ_(−g) − θ̄)²) times Student's t quantile."""
-    from scipy.stats import t as student_t
-
+    same interval through scipy (:func:`jackknife_scipy`)."""
     from posflow.simulate.models.crossfit import jackknife_interval
 
     d = np.asarray(d, dtype=np.float64)
@@ -42,20 +95,19 @@ def jackknife_controls(d, level: float, bound: float) -> list:
     w = max(hi - lo, 1e-6)
     past = crossfit_decision("c", d - est + bound + 3 * w, level, bound)
     straddle = crossfit_decision("c", d - est + bound, level, bound)
-    G = d.size - 1
-    se = np.sqrt(sum((x - d[1:].mean()) ** 2 for x in d[1:]) * (G - 1) / G)
-    q = student_t.ppf(1 - (1 - level) / 2, G - 1)
-    err = max(abs(lo - (d[0] - q * se)), abs(hi - (d[0] + q * se)))
+    ref_lo, ref_hi = jackknife_scipy(d, level)
+    err = max(abs(lo - ref_lo), abs(hi - ref_hi))
     return [
         rejects("crossfit_control_past_bound", past.decision != FAILS,
                 "jackknife replicates 3 interval widths above the bound must FAIL"),
         rejects("crossfit_control_straddling", straddle.decision != INCONCLUSIVE,
                 "jackknife replicates centred on the bound must be INCONCLUSIVE, not HOLD"),
         at_most("jackknife_interval_vs_direct", float(err), 0.0,
-                fp_tol(1e-12 * max(1.0, abs(d[0]) + q * se),
+                fp_tol(1e-12 * max(1.0, abs(d[0]) + (hi - lo) / 2),
                        "the same float64 sums in another order: a few ε of the interval ends"),
-                label="|jackknife_interval − the jackknife t interval written out| (first "
-                "model, best rollout against (a))"),
+                label="|jackknife_interval − the jackknife t interval written out through "
+                "scipy.stats: t.interval, scale (G − 1)·sem| (first model, best rollout against "
+                "(a))"),
     ]  # fmt: skip
 
 

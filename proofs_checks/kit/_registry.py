@@ -24,6 +24,7 @@ __all__ = [
     "Evidence",
     "Relaxation",
     "Result",
+    "Results",
     "add_relaxation",
     "all_claims",
     "claim_modules",
@@ -241,6 +242,18 @@ class Result:
         return out
 
 
+class Results(list):
+    """What :func:`verify` returns: a list of :class:`Result`, one per claim in catalog order,
+    with :meth:`to_dataframe`."""
+
+    def to_dataframe(self, *, measurements: bool = False):
+        """These results as a pandas DataFrame, one row per claim (or per measurement with
+        ``measurements=True``); the columns are :func:`results_frame`'s."""
+        from posflow.proofs_checks.kit._frames import results_frame
+
+        return results_frame(self, measurements=measurements)
+
+
 def run_claim(claim: Claim, ctx: Context) -> Result:
     """Run one check; a crash becomes status ERROR with the traceback's last line.
 
@@ -293,11 +306,20 @@ def verify(ids=None, *, size: str = "quick", seed: int = 0) -> list[Result]:
 
     Returns
     -------
-    list of Result, one per claim in catalog order; ``Result.status`` is HOLDS, FAILS,
-    INCONCLUSIVE or ERROR. Raises ValueError for an unknown ID, an empty ``ids`` (omit it to
-    check every claim), a bad size or a negative seed, and TypeError for ``ids`` that are not
-    strings. Checks write nothing; :func:`posflow.proofs_checks.kit.write_report` renders
-    results.
+    Results
+        A list of Result, one per claim in catalog order; ``Result.status`` is HOLDS, FAILS,
+        INCONCLUSIVE or ERROR; ``.to_dataframe()`` gives them as a pandas DataFrame
+        (:func:`results_frame`).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ID, an empty ``ids`` (omit it to check every claim), a bad size or a
+        negative seed.
+    TypeError
+        For ``ids`` that are not strings.
+
+    Checks write nothing; :func:`posflow.proofs_checks.kit.write_report` renders results.
     """
     if size not in ("quick", "full"):
         raise ValueError(f"size must be 'quick' or 'full'; got {size!r}")
@@ -315,4 +337,4 @@ def verify(ids=None, *, size: str = "quick", seed: int = 0) -> list[Result]:
             )
     claims = select(ids or [])  # every ID is checked before any claim runs
     ctx = Context(size=size, seed=seed)
-    return [run_claim(c, ctx) for c in claims]
+    return Results(run_claim(c, ctx) for c in claims)

@@ -15,12 +15,13 @@ import importlib.metadata
 import json
 import os
 import platform
-import re
 import subprocess
 from pathlib import Path
 
 import numpy as np
 from markupsafe import Markup, escape
+
+from posflow.proofs_checks.kit._markup import _math, _seconds, _tex, _timing_short, _when
 
 __all__ = [
     "TIMING_NOTE",
@@ -34,9 +35,10 @@ __all__ = [
 
 TIMING_NOTE = (
     "Seconds are each check's wall-clock time. A check marked 'alone' was the first of its "
-    "process and paid for its imports, numba compilation and memoised results itself; one "
-    "marked 'after K checks' ran in the same process after K others and may reuse what they "
-    "warmed, so it can be faster than when run alone (`posflow verify ID`, or `--isolate`)."
+    "process (or ran in its own, with --isolate) and paid for its imports, numba compilation "
+    "and memoised results itself; one marked 'after K' ran in the same process after K other "
+    "checks and may reuse what they warmed, so it can be faster than when run alone "
+    "(`posflow verify ID`, or `--isolate`)."
 )
 
 
@@ -143,7 +145,7 @@ def _provenance_rows(prov: dict) -> list[tuple[str, str]]:
         ("git commit", commit or "not a git checkout"),
         ("seed", prov.get("seed")),
         ("size", prov.get("size")),
-        ("date (UTC)", prov.get("date")),
+        ("date", _when(prov.get("date"))),
         ("platform", f"{prov.get('platform')}, Python {prov.get('python')}"),
         ("libraries", libs),
         ("threads", prov.get("threads")),
@@ -229,27 +231,14 @@ def _lock_cell(rec: dict) -> str:
     return f"= {want}" if rec["status"] == want else f"≠ {want} (regression)"
 
 
-# Unicode mathematics in statements and summaries (λ_t, e^{2λ}, Σ_{j≥1}) as HTML sub- and
-# superscripts: a braced group, or one character after _ or ^ that ends the word
-_SCRIPT = re.compile(r"([_^])(?:\{([^{}]*)\}|([^\W_](?![\w])))")
-
-
-def _math(text) -> Markup:
-    """HTML-escaped ``text`` with ``_x``/``_{…}`` and ``^x``/``^{…}`` as <sub>/<sup>."""
-    def sub(m):
-        tag = "sub" if m.group(1) == "_" else "sup"
-        return f"<{tag}>{m.group(2) if m.group(2) is not None else m.group(3)}</{tag}>"
-
-    return Markup(_SCRIPT.sub(sub, str(escape(str(text)))))
-
-
-def _html_table(head, rows) -> Markup:
+def _html_table(head, rows, cls: str = "") -> Markup:
     from posflow.proofs_checks.kit._specs import _num
 
-    h = "".join(f"<th>{escape(str(c))}</th>" for c in head)
+    h = "".join(f"<th>{_math(c)}</th>" for c in head)
     body = "".join("<tr>" + "".join(f"<td>{_math(_num(c))}</td>" for c in r) + "</tr>"
                    for r in rows)  # fmt: skip
-    return Markup(f"<table><tr>{h}</tr>{body}</table>")
+    attr = f' class="{escape(cls)}"' if cls else ""
+    return Markup(f"<table{attr}><tr>{h}</tr>{body}</table>")
 
 
 def _md_table_text(head, rows) -> str:
@@ -270,6 +259,38 @@ def _template(name: str):
     return env.get_template(name)
 
 
+NARROW_FIGURE_PX = 1000
+"""A figure at most this wide (pixels at 150 dpi: about two panels) sits beside the measurements
+of its claim in the HTML report; wider ones span the page above them."""
+
+
+def _png_width(data: bytes) -> int:
+    """Pixel width of a PNG (its IHDR chunk); 0 for anything else."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR":
+        return int.from_bytes(data[16:20], "big")
+    return 0
+
+
+_HTML_HEAD = ["result", "measurement", "value", "compared with", "tolerance"]
+
+
+def _html_measurements(rec: dict) -> dict:
+    """The measurement table of the HTML page: the rows of :func:`measurement_rows` without the
+    tolerance value (``compared with`` states it), each tolerance's kind with a reference [k] to
+    its reason, and the reasons once each below the table (``html_rows``, ``html_notes``)."""
+    from posflow.proofs_checks.kit._evidence import TOLERANCE_KINDS
+
+    rows, notes = [], []
+    for mark, label, value, criterion, _, why in measurement_rows(rec):
+        if why and why not in notes:
+            notes.append(why)
+        kind = why.split(":", 1)[0].split(" ", 1)[0]
+        kind = kind if kind in TOLERANCE_KINDS else "note"
+        ref = f"{kind} [{notes.index(why) + 1}]" if why else ""
+        rows.append([mark, label, value, criterion, ref])
+    return {"html_rows": rows, "html_notes": notes}
+
+
 def _view(rec: dict, out: Path) -> dict:
     """What the templates show of one record: anchors, lock words, rows, figures with captions."""
     from posflow.proofs_checks.kit._catalog import anchor
@@ -277,17 +298,25 @@ def _view(rec: dict, out: Path) -> dict:
     figs = []
     for i, path in enumerate(rec.get("figure_paths", [])):
         meta = rec["figures"][i] if i < len(rec.get("figures", [])) else {}
-        what = " — ".join(x for x in (meta.get("title"), meta.get("caption")) if x)
+        what = " — ".join(" ".join(x.split()) for x in (meta.get("title"), meta.get("caption"))
+                          if x)  # fmt: skip
+        what = (what or Path(path).stem).rstrip(".")
         suffix = Path(path).suffix.lower().lstrip(".")
+        data = (out / path).read_bytes()
         figs.append({
-            "path": path, "alt": f"{rec['id']}: {meta.get('title') or Path(path).stem}",
-            "caption": f"{what or Path(path).stem}. Verdict of {rec['id']}: {rec['status']}.",
+            "path": path,
+            "alt": f"{rec['id']}: {' '.join(_tex(meta.get('title') or Path(path).stem).split())}",
+            "caption": f"{what}. Verdict of {rec['id']}: {rec['status']}.",
             "mime": "image/svg+xml" if suffix == "svg" else f"image/{suffix}",
-            "data": base64.b64encode((out / path).read_bytes()).decode("ascii"),
+            "data": base64.b64encode(data).decode("ascii"), "width": _png_width(data),
         })  # fmt: skip
+    narrow = bool(figs) and all(0 < f["width"] <= NARROW_FIGURE_PX for f in figs)
     return dict(
         rec, anchor=f"evidence-{anchor(rec['id'])}", catalog_anchor=anchor(rec["id"]),
         lock=_lock_cell(rec), expected_words=_expected_words(rec), figs=figs,
+        beside=narrow and bool(rec.get("measurements")), secs=_seconds(rec["seconds"]),
+        when=_timing_short(rec.get("timing") or ""),
+        **_html_measurements(rec),
         differs=bool(rec.get("expected")) and rec["status"] != rec["expected"],
         rows=measurement_rows(rec) if rec.get("measurements") else [
             [k, f"[{len(v)} values]" if isinstance(v, list) else v]
@@ -332,7 +361,7 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
             f" posflow {provenance.get('posflow')}"
             + (f" (commit {commit[:12]})" if commit else "")
             + f", seed {provenance.get('seed')}, {provenance.get('threads')} thread(s), "
-            f"{provenance.get('date')}; see Provenance."
+            f"{_when(provenance.get('date'))}"
         )
     differ = [r["id"] for r in recs if r.get("expected") and r["status"] != r["expected"]]
     lock = (f" Verdict lock: {len(differ)} differ{'s' if len(differ) == 1 else ''} from "
@@ -344,6 +373,7 @@ def write_report(results, out, *, size: str, provenance: dict | None = None) -> 
     )
     views = [_view(r, out) for r in recs]
     common = dict(recs=views, timing_note=TIMING_NOTE, head=_HEAD, prov=provenance,
+                  html_head=_HTML_HEAD,
                   prov_rows=_provenance_rows(provenance) if provenance else [])  # fmt: skip
     md = _template("report.md.j2").render(
         title_line_md=title_line.replace(f"Size: {size}", f"Size: `{size}`"), **common)

@@ -69,6 +69,9 @@ def verify(ids=None, *, size="quick", seed=0, out=None):
     with ``out`` (a folder) also write the report there (index.md, index.html, figures,
     results.json; :func:`posflow.proofs_checks.kit.write_report`).
 
+    The results are a list of Result with ``.to_dataframe()`` (a pandas DataFrame, one row per
+    claim; ``measurements=True`` for one row per measurement), which imports pandas when called.
+
     ``out`` is checked before any claim runs: ValueError naming it when it is a file or cannot
     be written. ``ids`` as for the kit: omit it for every claim (an empty list is refused).
     """
