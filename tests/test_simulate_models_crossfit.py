@@ -153,9 +153,12 @@ def test_jackknife_of_a_mean_is_the_standard_error():
 # -- cross-fitting end to end -------------------------------------------------------------------
 
 
-def _reference(data, cf, d):
+def _reference(data, cf, d, windows=None):
     """Direction d (0: H₁ → H₂, 1: H₂ → H₁) recomputed with the library: pooled halves by plain
-    means, library kernels and rollout, λ scaled by the reported α."""
+    means, library kernels (uniform and content banded to ``windows`` by
+    posflow.simulate.models.bands) and rollout, λ scaled by the reported α."""
+    from posflow.simulate.models.bands import content_kernels, uniform_kernels
+
     fit, score = (cf.halves[0], cf.halves[1]) if d == 0 else (cf.halves[1], cf.halves[0])
 
     def pooled(rows):
@@ -167,11 +170,16 @@ def _reference(data, cf, d):
     def profiles(P, params):
         A, lam, V, c, _ = P
         L, n = lam.size, A.shape[-1]
-        ks, kc = measured_kernels(A), [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
+        if windows is None:
+            kc = [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
+            ku = uniform_kernel(n)
+        else:
+            kc, ku = content_kernels(n, data.slopes, c, windows), uniform_kernels(n, windows)
+        ks = measured_kernels(A)
         full = np.ones(L)
         base = {"a": (ks, full), "b": (ks, lam), "c": (kc, lam), "a_c": (kc, full),
                 "d": (value_norm_kernels(V), lam), "e": (sink_aware_kernels(A), lam),
-                "uniform": (uniform_kernel(n), lam), "shuffled": (ks, lam[cf.perm])}  # fmt: skip
+                "uniform": (ku, lam), "shuffled": (ks, lam[cf.perm])}  # fmt: skip
         return {k: influence(K, np.clip(params[k] * lam_k, 0, 1))
                 for k, (K, lam_k) in base.items()}  # fmt: skip
 
@@ -210,6 +218,29 @@ def test_crossfit_scores_on_one_half_what_it_fitted_on_the_other():
         for k in cf.keys:
             assert cf.metrics[m][k][0] == pytest.approx(np.mean(scores[m][k]), abs=1e-12), (m, k)
     assert cf.metrics["first"]["measured"][0] == pytest.approx(cf.measured[:, 0].mean(), abs=0)
+
+
+def test_windows_band_the_uniform_and_content_kernels():
+    """With per-layer windows (from the data, as Measurement.windows) the profiles are the
+    library rollouts through the banded uniform and content kernels; the measured kernels
+    are taken as given."""
+    data = _data(seed=4)
+    data.windows = (3, None, 5)
+    cf = CF.crossfit(data, seed=0)
+    assert CF.Windows.of(data).windows == (3, None, 5)
+    plain = CF.crossfit(_data(seed=4), seed=0)
+    for d in (0, 1):
+        _, on_score, _, _ = _reference(data, cf, d, windows=data.windows)
+        for k in CF.ROLLOUT_KEYS:  # uniform: band() against the exact 1/min(i + 1, w), ulps
+            assert np.abs(cf.profiles[k][d] - on_score[k]).max() < 1e-13, k
+    for k in ("c", "a_c", "uniform"):
+        assert np.abs(cf.profiles[k] - plain.profiles[k]).max() > 1e-3, k
+    for k in ("a", "b", "d", "e", "shuffled"):
+        np.testing.assert_array_equal(cf.profiles[k], plain.profiles[k])
+    for bad in ((3, None), (0, None, 2), (3, "x", 2)):
+        data.windows = bad
+        with pytest.raises(ValueError, match="windows"):
+            CF.crossfit(data)
 
 
 def test_each_jackknife_replicate_is_the_crossfit_without_its_group():
@@ -286,3 +317,9 @@ def test_a_grouped_study_crossfits_like_its_windows_grouped():
     b = CF.crossfit(d, groups=np.repeat(np.arange(4), 2), halves=halves)
     for m in CF.METRICS:
         assert np.abs(a.metrics[m]["d"] - b.metrics[m]["d"]).max() < 1e-12, m
+    st.windows = d.windows = (4, None, 2)  # the study's windows band the uniform and content
+    a = CF.crossfit(CF.Windows.of_groups(st), halves=halves)
+    b = CF.crossfit(d, groups=np.repeat(np.arange(4), 2), halves=halves)
+    for m in CF.METRICS:
+        for k in ("c", "uniform"):
+            assert np.abs(a.metrics[m][k] - b.metrics[m][k]).max() < 1e-12, (m, k)

@@ -101,6 +101,32 @@ def test_layerwise_crossfit_entry_t_is_crossfit_of_the_top_layers():
                 np.testing.assert_array_equal(cf.metrics[m][k], ref.metrics[m][k])
 
 
+def test_layerwise_crossfit_bands_the_rollout_from_layer_t_with_windows_t_on():
+    """With sliding windows (data.windows, one per layer), entry t is crossfit of the layers
+    t…L−1 with their windows[t:]: to the last bit, and unlike the unbanded one."""
+    from posflow.simulate.models.crossfit import Windows, crossfit
+
+    data = _windows(seed=2)
+    data.windows = (2, None, 3)
+    keys = ("c", "uniform", "b")
+    got = lw.layerwise_crossfit(data, rollouts=keys, seed=1)
+    del data.windows
+    plain = lw.layerwise_crossfit(data, rollouts=keys, seed=1)
+    windows = (2, None, 3)
+    for t, cf in enumerate(got):
+        ref = crossfit(Windows(data.attention[:, t:], data.lambdas[:, t:],
+                               data.layer_influence[:, t], None, data.content[:, t:],
+                               data.slopes, windows=windows[t:]), seed=1,
+                       rollouts=keys)  # fmt: skip
+        for m in cf.metrics:
+            for k in cf.metrics[m]:
+                np.testing.assert_array_equal(cf.metrics[m][k], ref.metrics[m][k])
+        np.testing.assert_array_equal(cf.metrics["w1"]["b"], plain[t].metrics["w1"]["b"])
+    # layer 0 and layer 2 slide: the entries that include them differ from the unbanded ones
+    for t in (0, 2):
+        assert np.abs(got[t].profiles["uniform"] - plain[t].profiles["uniform"]).max() > 1e-3
+
+
 def test_layerwise_crossfit_with_lambdas_and_a_changed_top_layer():
     """``lambdas`` replaces data.lambdas; the top entry depends on the top layer only."""
     data = _windows(seed=1)

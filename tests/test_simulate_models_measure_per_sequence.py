@@ -59,15 +59,21 @@ def test_one_batched_call_equals_one_call_per_window(kind):
     assert ref.layer_influence.shape == (N, L, tiny_lms.n)
     for batch_size in (None, 2):  # one batch; batches of 2 + 2 + 1
         got = measure_per_sequence(model, ids, layer_influence=True, lambdas_mlp=True,
-                                   batch_size=batch_size, allow_windows=True)  # fmt: skip
+                                   batch_size=batch_size)  # fmt: skip
+        # the layers' windows are kept (Gemma 3: n = 12 beyond its 4-key windows, no refusal)
+        assert got.windows == tiny_lms.WINDOWS.get(kind, (None,) * L)
         for f in FIELDS:
             x, y = getattr(got, f), getattr(ref, f)
             assert x.shape == y.shape, f
             np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-12, err_msg=f"{f} {batch_size}")
     np.testing.assert_allclose(got.layer_influence.sum(-1), 1.0, atol=1e-14)  # per layer, window
-    plain = measure_per_sequence(model, ids, batch_size=3, allow_windows=True)  # options off
+    plain = measure_per_sequence(model, ids, batch_size=3)  # options off
     assert plain.layer_influence is None and plain.lambdas_mlp is None
     np.testing.assert_allclose(plain.attention, ref.attention, rtol=1e-12, atol=1e-12)
+    # allow_windows is accepted for compatibility and changes nothing
+    again = measure_per_sequence(model, ids, batch_size=3, allow_windows=True)
+    for f in ("attention", "lambdas", "content", "influence", "values", "windows"):
+        np.testing.assert_array_equal(getattr(again, f), getattr(plain, f))
 
 
 def test_gemma3_windows_are_narrower_than_n_and_the_rows_respect_them():
@@ -146,4 +152,4 @@ def test_a_window_without_influence_is_refused_by_name(monkeypatch):
 
     monkeypatch.setattr(M, "measure", zero_second)
     with pytest.raises(ValueError, match="gradient influence of sequence 1 is zero"):
-        measure_per_sequence(model, ids, allow_windows=True)
+        measure_per_sequence(model, ids)

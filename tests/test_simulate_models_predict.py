@@ -61,6 +61,38 @@ def test_predictions_equal_dense_matrix_products(slopes):
     assert np.abs(raw - got["residual_content"]).max() > 1e-6  # the scale matters
 
 
+@pytest.mark.parametrize("slopes", [None, np.array([0.5, 0.125])])
+def test_content_kernels_are_banded_to_the_measured_windows(slopes):
+    """With m.windows = (3, None, 5): (c) through each head's softmax over the band
+    i − w < j ≤ i, by hand; (a) and (b) are the measured kernels as before."""
+    m = synthetic(slopes, seed=2)
+    plain = predict_profiles(m)
+    m.windows = (3, None, 5)
+    got = predict_profiles(m)
+    i = np.arange(n)
+    gap = i[:, None] - i
+    low = np.tril_indices(n, -1)
+    m_h = np.zeros(H) if slopes is None else slopes
+    Kc = []
+    for t, w in enumerate(m.windows):
+        w = n if w is None else w
+        heads = []
+        for h in range(H):
+            S = m.qk[t, h] / math.sqrt(d)
+            c = np.diag(S).mean() - S[low].mean()
+            z = np.where(gap < w, c * np.eye(n) - m_h[h] * gap, -np.inf)  # off the band: -inf
+            heads.append(causal_softmax(z))
+        Kc.append(np.mean(heads, axis=0))
+    np.testing.assert_allclose(got["residual_content"], last_row(Kc, m.lambdas), atol=1e-13)
+    assert np.abs(got["residual_content"] - plain["residual_content"]).max() > 1e-4
+    for k in ("attention_only", "residual"):
+        np.testing.assert_array_equal(got[k], plain[k])
+    m.windows = (None, None, None)  # every layer global: the same bits as without windows
+    again = predict_profiles(m)
+    for k in plain:
+        np.testing.assert_array_equal(again[k], plain[k])
+
+
 def test_compare_uses_normalised_w1_and_spearman():
     rng = np.random.default_rng(1)
     p, q, meas = rng.uniform(size=(3, 20))

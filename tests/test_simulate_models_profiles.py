@@ -43,8 +43,12 @@ def _fake_data(rng, N=6, L=3, H=2, n=9):
     )
 
 
-def test_batched_rollouts_equal_the_library_rollout():
-    from posflow.simulate.kernels import alibi_kernel, dense_kernel, uniform_kernel
+@pytest.mark.parametrize("windows", [None, (3, None, 5)])
+def test_batched_rollouts_equal_the_library_rollout(windows):
+    """Also with sliding windows: the batched banded uniform and content kernels against the
+    library's (posflow.simulate.models.bands, itself checked against closed forms)."""
+    from posflow.simulate.kernels import dense_kernel
+    from posflow.simulate.models.bands import content_kernels, uniform_kernels
     from posflow.simulate.rollout import influence
 
     def sink_by_hand(M):  # rows i ≥ 1: A[i, 0] moved onto the diagonal
@@ -56,30 +60,32 @@ def test_batched_rollouts_equal_the_library_rollout():
 
     rng = np.random.default_rng(7)
     data = _fake_data(rng)
+    data.windows = windows
     N, L = data.lambdas.shape
     n = data.influence.shape[1]
     W = rng.multinomial(N, np.full(N, 1 / N), size=5) / N
     perm = np.array([2, 0, 1])
     got = batched_rollouts(data, W, perm, chunk=2)  # chunks of 2 replicates
+    wins = (None,) * L if windows is None else windows
     for b, w in enumerate(W):
         A = np.tensordot(w, data.attention, axes=1)
         lam = w @ data.lambdas
         c = np.tensordot(w, data.content, axes=1)
         V = np.tensordot(w, data.values, axes=1)
         ks = [dense_kernel(A[t]) for t in range(L)]
-        kc = [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
+        kc = content_kernels(n, data.slopes, c, wins)
         ref = {
             "b": influence(ks, lam),
             "a": influence(ks, np.ones(L)),
             "shuffled": influence(ks, lam[perm]),
-            "uniform": influence(uniform_kernel(n), lam),
+            "uniform": influence(uniform_kernels(n, wins), lam),
             "c": influence(kc, lam),
             "a_c": influence(kc, np.ones(L)),
             "d": influence([dense_kernel(M / M.sum(1, keepdims=True)) for M in V], lam),
             "e": influence([sink_by_hand(A[t]) for t in range(L)], lam),
         }
         assert set(ref) == set(PR.PREDICTED) | {"uniform", "shuffled"}
-        for k, v in ref.items():
+        for k, v in ref.items():  # float64 rollouts of L = 3 layers by two routes
             np.testing.assert_allclose(got[k][b], v, rtol=0, atol=1e-14, err_msg=k)
         g = w @ data.influence
         np.testing.assert_allclose(got["measured"][b], g / g.sum(), atol=1e-15)
@@ -184,6 +190,45 @@ def test_rollout_profiles_equal_dense_hand_kernels():
     assert set(only) == {"a", "b", "uniform", "e"}
 
 
+def test_rollout_profiles_band_the_constructed_kernels_to_the_windows():
+    """Uniform rows 1/min(i + 1, w) and each head's softmax over the band, by hand; the measured
+    kernels are taken as given (a measured model's are zero outside the band already)."""
+    rng = np.random.default_rng(12)
+    d = _fake_data(rng, N=1)
+    A, V, c, lam = d.attention[0], d.values[0], d.content[0], d.lambdas[0]
+    L, n, H = lam.size, A.shape[-1], c.shape[1]
+    windows = (4, None, 2)
+    got = PR.rollout_profiles(A, lam, values=V, content=c, slopes=d.slopes, windows=windows)
+    plain = PR.rollout_profiles(A, lam, values=V, content=c, slopes=d.slopes)
+
+    def last_row(Ms, lam):
+        p = np.eye(n)[-1]
+        for t in range(L - 1, -1, -1):
+            p = (1 - lam[t]) * p + lam[t] * p @ Ms[t]
+        return p
+
+    i = np.arange(n)
+    U, Kc = [], []
+    for t, w in enumerate(windows):
+        w = n if w is None else w
+        inside = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < w)
+        U.append(np.where(inside, 1.0 / np.minimum(i + 1, w)[:, None], 0.0))
+        K = np.zeros((n, n))
+        for h in range(H):  # softmax over the band of c_h [i = j] − m_h (i − j)
+            z = np.where(inside, c[t, h] * np.eye(n) - d.slopes[h] * (i[:, None] - i), -np.inf)
+            e = np.exp(z - z.max(axis=1, keepdims=True))
+            K += e / e.sum(axis=1, keepdims=True) / H
+        Kc.append(K)
+    for k, ref in (("uniform", last_row(U, lam)), ("c", last_row(Kc, lam)),
+                   ("a_c", last_row(Kc, np.ones(L)))):  # fmt: skip
+        np.testing.assert_allclose(got[k], ref, rtol=0, atol=1e-14, err_msg=k)
+        assert np.abs(got[k] - plain[k]).max() > 1e-3  # the band matters
+    for k in ("a", "b", "d", "e"):
+        np.testing.assert_array_equal(got[k], plain[k])
+    with pytest.raises(ValueError, match="windows"):
+        PR.rollout_profiles(A, lam, windows=(4, None))
+
+
 def test_null_profiles_have_the_measured_mean_position():
     rng = np.random.default_rng(5)
     meas = rng.dirichlet(np.ones(12), size=4)
@@ -224,29 +269,26 @@ def test_measured_profiles_are_the_predictions_plus_the_nulls():
     assert all(PR.color(k) is not None for k in got)
 
 
-@pytest.mark.parametrize(("windows", "n", "ok"), [
-    (None, 8, True), ((None, None), 8, True), ((8, None), 8, True), ((None, 4), 8, False),
-    ((3, 4), 8, False),
-])  # fmt: skip
-def test_profiles_refuse_a_window_shorter_than_n(windows, n, ok):
-    """The uniform and content kernels span every earlier key: a shorter sliding window is
-    refused by name, with the largest n that works."""
-    from posflow.simulate.models.profiles import require_full_windows
-
-    if ok:
-        require_full_windows(windows, n)
-        return
-    with pytest.raises(ValueError, match=r"exceeds the sliding window of layer \d"):
-        require_full_windows(windows, n)
-
-
-def test_measure_per_sequence_refuses_gemma_beyond_its_window():
+def test_measured_profiles_beyond_a_sliding_window_band_the_uniform_null():
+    """Gemma 3 at n = 12 beyond its 4-key windows (layers 0 and 2): measured, no refusal; the
+    uniform null is the rollout through 1/min(i + 1, w) in the sliding layers."""
     torch = pytest.importorskip("torch")
     import tiny_lms
 
-    from posflow.simulate.models.profiles_bootstrap import measure_per_sequence
+    from posflow.simulate.kernels import dense_kernel, uniform_kernel
+    from posflow.simulate.models.measure import measure
+    from posflow.simulate.rollout import influence
 
     model = tiny_lms.build("gemma3_text").to(torch.float64)
-    with pytest.raises(ValueError, match="exceeds the sliding window of layer 0"):
-        measure_per_sequence(model, tiny_lms.ids(count=2))
-    assert measure_per_sequence(model, tiny_lms.ids(count=2), allow_windows=True).values.ndim == 4
+    m = measure(model, tiny_lms.ids(count=3), value_norms=True)
+    n, W = m.n, tiny_lms.W
+    assert m.windows == (W, None, W) and W < n
+    got = PR.measured_profiles(m, seed=0)
+    i = np.arange(n)
+    inside = (i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < W)
+    Uw = dense_kernel(np.where(inside, 1.0 / np.minimum(i + 1, W)[:, None], 0.0))
+    ref = influence([Uw, uniform_kernel(n), Uw], m.lambdas)
+    np.testing.assert_allclose(got["uniform"], ref, rtol=0, atol=1e-15)
+    assert np.abs(got["uniform"] - influence(uniform_kernel(n), m.lambdas)).max() > 1e-3
+    per = measure_per_sequence(model, tiny_lms.ids(count=2))
+    assert per.values.ndim == 4 and per.windows == (W, None, W)

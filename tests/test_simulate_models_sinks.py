@@ -179,3 +179,28 @@ def test_sink_metric_bad_input_names_the_argument(kw, words):
     args = {"attention": random_causal_heads(np.random.default_rng(0), (2, 1), 4), **kw}
     with pytest.raises(ValueError, match=words):
         sinks.sink_rate(**args)
+
+
+def test_sink_aware_and_value_norm_kernels_stay_in_a_sliding_window():
+    """Tiny Gemma 3 at n = 12 beyond its 4-key windows: the measured attention and value weights
+    are zero outside each layer's band, and so are kernels (d) and (e) — no band is needed; the
+    rows whose token 0 is outside the window (i ≥ w) have no token-0 share and stay as they are."""
+    import tiny_lms
+
+    model = tiny_lms.build("gemma3_text", seed=1)
+    m = measure(model, tiny_lms.ids(seed=2, count=2), value_norms=True, qk=False)
+    n, W = m.n, tiny_lms.W
+    assert m.windows == (W, None, W) and W < n
+    i = np.arange(n)
+    off = (i[:, None] - i[None, :] >= W) | (i[:, None] < i[None, :])  # outside the band
+    A = m.attention.mean(axis=1)
+    for t, (e, d) in enumerate(zip(sinks.sink_aware_kernels(m.attention),
+                                   sinks.value_norm_kernels(m.value_weights), strict=True)):
+        E, D = np.asarray(e.dense()), np.asarray(d.dense())
+        if m.windows[t] is None:
+            continue
+        assert (A[t][off] == 0.0).all() and (E[off] == 0.0).all() and (D[off] == 0.0).all()
+        # rows i ≥ W: A[i, 0] = 0 already, so Â's row is A's (renormalised: 1e-15)
+        np.testing.assert_allclose(E[W:], A[t][W:] / A[t][W:].sum(1, keepdims=True), rtol=0,
+                                   atol=1e-15)  # fmt: skip
+        np.testing.assert_allclose(E.sum(axis=1), 1.0, atol=1e-14)

@@ -88,6 +88,30 @@ def test_sink_aware_profile_matches_a_hand_kernel(study):
     np.testing.assert_allclose(s["profiles"]["e"], influence(ks, P["lambdas"]), atol=1e-15)
 
 
+def test_a_study_beyond_a_sliding_window_bands_its_uniform_and_content_kernels(study):
+    """Tiny Gemma 3 at n = 12 beyond its 4-key windows (layers 0 and 2): the study keeps the
+    measured windows, and its uniform and (c) profiles are the rollouts through the banded
+    kernels of posflow.simulate.models.bands (checked there against closed forms)."""
+    import tiny_lms
+
+    from posflow.simulate.models.bands import content_kernels, uniform_kernels
+
+    assert study.windows == (None, None)  # the Llama study: every layer global
+    model = tiny_lms.build("gemma3_text", seed=2)
+    st = measure_groups(model, tiny_lms.ids(seed=3, count=6), 3, seed=0)
+    W, n = tiny_lms.W, tiny_lms.n
+    assert st.windows == (W, None, W) and st.n == n
+    s = study_summary(st)
+    P = st.pooled(range(3))
+    for k, ks in (("uniform", uniform_kernels(n, st.windows)),
+                  ("c", content_kernels(n, st.slopes, P["c"], st.windows))):  # fmt: skip
+        ref = influence(ks, P["lambdas"])  # the same library calls: to the last bit
+        np.testing.assert_array_equal(s["profiles"][k], ref)
+        plain = influence(uniform_kernels(n, (None,) * 3) if k == "uniform"
+                          else content_kernels(n, st.slopes, P["c"]), P["lambdas"])  # fmt: skip
+        assert np.abs(ref - plain).max() > 1e-4  # the band matters
+
+
 def test_bad_groups(llama, ids):
     with pytest.raises(ValueError, match="groups must be an integer >= 2"):
         measure_groups(llama, ids, 1)

@@ -27,6 +27,12 @@ Metrics of a profile p against p̂ (both probability vectors over positions 0..n
 * ``first``, ``last`` — p(0) and p(n−1); the key ``"measured"`` holds p̂(0), p̂(n−1) and the
   measured mean position (``mean``).
 
+Sliding windows: with ``Windows.windows`` (per layer the keys a query sees, as
+``Measurement.windows``) the uniform and content kernels of a layer with w < n are banded to it
+(:func:`posflow.simulate.models.bands.band`: rows 1/min(i + 1, w), each content head's softmax
+over the band); the measured kernels (``a``, ``b``, ``d``, ``e``, ``shuffled``) are zero outside
+the band already.
+
 Intervals: the delete-one-group jackknife of the whole procedure (every fit redone without the
 group), θ̂ ± t_{G−1} ŝe, ŝe² = (G−1)/G Σ_g (θ_(−g) − θ̄)² (as :mod:`posflow.simulate.models.study`;
 with one window per group, the delete-one-window jackknife). Differences of two predictors are
@@ -48,6 +54,7 @@ from posflow.simulate.models._crossfit_fit import (
     ramp_profile,
     scaled_rollout,
 )
+from posflow.simulate.models.bands import band, check_windows
 
 __all__ = [
     "KEYS",
@@ -86,6 +93,10 @@ class Windows:
         ALiBi slopes in logit units (zeros without ALiBi).
     weights : ndarray, shape (N,), optional
         Windows per row (a group mean counts as its size); ones by default.
+    windows : sequence of L (int or None), optional
+        The sliding window of each layer (keys a query sees, itself included; None: every
+        earlier key), as ``Measurement.windows``; the uniform and content kernels are banded
+        to it. None: every layer global.
     """
 
     attention: np.ndarray
@@ -95,25 +106,29 @@ class Windows:
     content: np.ndarray | None = None
     slopes: np.ndarray | None = None
     weights: np.ndarray | None = None
+    windows: tuple | None = None
 
     @classmethod
     def of(cls, data, lambdas=None) -> Windows:
-        """The windows of a per-sequence measurement (``PerSequence``: its fields by name), with
-        ``lambdas`` (N, L) in place of ``data.lambdas`` when given."""
+        """The windows of a per-sequence measurement (``PerSequence``: its fields by name, the
+        layers' sliding ``windows`` when it has them), with ``lambdas`` (N, L) in place of
+        ``data.lambdas`` when given."""
         return cls(data.attention, data.lambdas if lambdas is None else lambdas, data.influence,
                    getattr(data, "values", None), getattr(data, "content", None),
-                   getattr(data, "slopes", None))  # fmt: skip
+                   getattr(data, "slopes", None),
+                   windows=getattr(data, "windows", None))  # fmt: skip
 
     @classmethod
     def of_groups(cls, st, lambdas=None) -> Windows:
         """One row per group of a :class:`~posflow.simulate.models.study.GroupedStudy`: the
-        group means, weighted by the group sizes; ``lambdas`` (G groups of (N_g, L)) in place of
-        the study's per-sequence λ when given."""
+        group means, weighted by the group sizes, and the study's sliding ``windows``;
+        ``lambdas`` (G groups of (N_g, L)) in place of the study's per-sequence λ when given."""
         lam = st.lambdas if lambdas is None else lambdas
         return cls(np.stack(st.attention), np.stack([x.mean(axis=0) for x in lam]),
                    np.stack([x.mean(axis=0) for x in st.influence]),
                    np.stack(st.value_weights), np.stack(st.content), st.slopes,
-                   np.array([x.shape[0] for x in st.influence], dtype=np.float64))  # fmt: skip
+                   np.array([x.shape[0] for x in st.influence], dtype=np.float64),
+                   getattr(st, "windows", None))  # fmt: skip
 
 
 def _checked(w: Windows) -> Windows:
@@ -147,7 +162,8 @@ def _checked(w: Windows) -> Windows:
     wt = np.ones(N) if w.weights is None else np.asarray(w.weights, dtype=np.float64)
     if wt.shape != (N,) or not (np.isfinite(wt) & (wt > 0)).all():
         raise ValueError(f"weights must be positive and finite with shape (N,) = ({N},)")
-    return Windows(A, lam, g, V, c, m, wt)
+    ws = None if w.windows is None else check_windows(w.windows, L)
+    return Windows(A, lam, g, V, c, m, wt, ws)
 
 
 @dataclass
@@ -197,31 +213,38 @@ def _pool(w: Windows, rows) -> dict:
     return out
 
 
-def _content_kernel(n: int, slopes, content) -> np.ndarray:
-    """[A]'s kernel (1/H) Σ_h softmax_{j ≤ i}(c_h [i = j] − m_h (i − j)), shape (n, n)."""
+def _content_kernel(n: int, slopes, content, window=None) -> np.ndarray:
+    """[A]'s kernel (1/H) Σ_h band_w softmax_{j ≤ i}(c_h [i = j] − m_h (i − j)), shape (n, n):
+    each head banded to the ``window`` of w keys (:func:`~posflow.simulate.models.bands.band`;
+    None or w ≥ n: no band)."""
     i = np.arange(n)
     gap = (i[:, None] - i[None, :]).astype(np.float64)
     z = -slopes[:, None, None] * gap + content[:, None, None] * np.eye(n)
     z = np.where(gap >= 0, z, -np.inf)
     e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=-1, keepdims=True)).mean(axis=0)
+    heads = e / e.sum(axis=-1, keepdims=True)
+    if window is not None and window < n:
+        heads = band(heads[None], [window])[0]
+    return heads.mean(axis=0)
 
 
-def _kernels(P: dict, slopes, perm, rollouts=None) -> dict:
+def _kernels(P: dict, slopes, perm, rollouts=None, windows=None) -> dict:
     """``{key: (kernels (L, n, n), base λ (L,))}`` of every rollout the pooled ``P`` allows (of
-    those named in ``rollouts``, when given)."""
+    those named in ``rollouts``, when given); the uniform and content kernels banded to the
+    layers' ``windows`` (None: every layer global)."""
     A, lam = P["A"], P["lambdas"]
     L, n = lam.size, A.shape[-1]
     ones = np.ones(L)
+    windows = (None,) * L if windows is None else windows
     S = A.copy()  # sink-aware: rows i ≥ 1 keep their token-0 share on the diagonal
     i = np.arange(1, n)
     S[:, i, i] += S[:, i, 0]
     S[:, i, 0] = 0.0
     U = np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None]  # uniform: 1/(i + 1), j ≤ i
     out = {"a": (A, ones), "b": (A, lam), "e": (S, lam),
-           "uniform": (np.broadcast_to(U, A.shape), lam), "shuffled": (A, lam[perm])}  # fmt: skip
+           "uniform": (band(U, windows), lam), "shuffled": (A, lam[perm])}  # fmt: skip
     if "c" in P:
-        K = np.stack([_content_kernel(n, slopes, P["c"][t]) for t in range(L)])
+        K = np.stack([_content_kernel(n, slopes, P["c"][t], windows[t]) for t in range(L)])
         out["c"], out["a_c"] = (K, lam), (K, ones)
     if "V" in P:
         out["d"] = (P["V"], lam)
@@ -261,7 +284,7 @@ def _one(w: Windows, halves, perm, rollouts=None) -> tuple[dict, dict]:
     sides = []
     for rows in halves:
         P = _pool(w, rows)
-        sides.append({"P": P, "K": _kernels(P, w.slopes, perm, rollouts)})
+        sides.append({"P": P, "K": _kernels(P, w.slopes, perm, rollouts, w.windows)})
     got = [_direction(sides[0], sides[1]), _direction(sides[1], sides[0])]
     q = [sides[1]["P"]["measured"], sides[0]["P"]["measured"]]  # scored on H₂, then H₁
     keys = list(got[0])
@@ -282,7 +305,8 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
     Parameters
     ----------
     data : Windows or an object with its fields (``PerSequence``)
-        N windows (or groups) of a model at one length n with L layers.
+        N windows (or groups) of a model at one length n with L layers; its ``windows`` (the
+        layers' sliding windows, when present) band the uniform and content kernels.
     lambdas : array_like, shape (N, L), optional
         The λ to use in place of ``data.lambdas`` (e.g. λ with the MLP update counted).
     groups : array_like of int, shape (N,), optional
@@ -307,7 +331,7 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
         values), cost (G + 1) × 2 × (fits of ≈ 40 rollouts of O(L n²)) for the 8 rollouts.
 
     Raises ValueError naming the argument for bad shapes, non-finite values, fewer than 4 groups
-    or a bad ``perm``/``seed``.
+    or a bad ``perm``/``seed``/``windows``.
     """
     from posflow.simulate.nulls import derangement
 
@@ -323,7 +347,7 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
     keep_c = rollouts is None or bool({"c", "a_c"} & set(rollouts))
     w = _checked(Windows(w.attention, w.lambdas if lambdas is None else lambdas, w.influence,
                          w.values if keep_v else None, w.content if keep_c else None,
-                         w.slopes if keep_c else None, w.weights))  # fmt: skip
+                         w.slopes if keep_c else None, w.weights, w.windows))  # fmt: skip
     N, L = w.lambdas.shape
     labels = np.arange(N) if groups is None else np.asarray(groups)
     if labels.shape != (N,) or labels.dtype.kind not in "iu":

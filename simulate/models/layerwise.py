@@ -114,7 +114,8 @@ def layerwise_crossfit(data, *, rollouts=("b", "e"), seed: int = 0, lambdas=None
     data : PerSequence (or an object with its fields)
         Per-window measurements with ``layer_influence`` of shape (N, L, n)
         (:func:`~posflow.simulate.models.profiles_bootstrap.measure_per_sequence` with
-        ``layer_influence=True``).
+        ``layer_influence=True``); its ``windows`` (per layer, when present) band the uniform
+        and content kernels, the rollout from layer t using ``windows[t:]``.
     rollouts : iterable of str
         The rollouts compared (keys of :data:`~posflow.simulate.models.crossfit.ROLLOUT_KEYS`);
         the geometric and linear nulls are always fitted.
@@ -148,10 +149,12 @@ def layerwise_crossfit(data, *, rollouts=("b", "e"), seed: int = 0, lambdas=None
     def cut(x, t):
         return None if x is None else np.asarray(x)[:, t:]
 
+    windows = getattr(data, "windows", None)
     out = []
     for t in range(L):
         w = Windows(np.asarray(data.attention)[:, t:], lam[:, t:], G[:, t],
                     cut(getattr(data, "values", None), t), cut(getattr(data, "content", None), t),
-                    getattr(data, "slopes", None))  # fmt: skip
+                    getattr(data, "slopes", None),
+                    windows=None if windows is None else tuple(windows)[t:])  # fmt: skip
         out.append(crossfit(w, seed=seed, rollouts=rollouts))
     return out

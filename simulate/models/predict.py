@@ -10,7 +10,10 @@ Measurement` of L layers:
   ``softmax_j(c_{t,h}[i=j] − m_h (i−j))`` head-averaged, m_h the model's ALiBi slopes in logit
   units (zero for a model without ALiBi) and c_{t,h} the content fitted from the mean q·k
   (``content_scale="sqrt_d"``: divided by √d_head, the model's logit units; ``"raw"``: [A]'s
-  released configs).
+  released configs). In a layer with a sliding window of w < n keys (``Measurement.windows``)
+  each head's softmax is taken over the band i − w < j ≤ i
+  (:func:`posflow.simulate.models.bands.content_kernels`); (a) and (b) are measured, zero
+  outside the band already.
 
 and two more from :mod:`posflow.simulate.models.sinks` (:func:`predict_sink_profiles`, issue 13):
 
@@ -27,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from posflow.simulate.compare import mean_position, profile_shape, spearman, w1_normalised
-from posflow.simulate.kernels import alibi_kernel
+from posflow.simulate.models.bands import content_kernels
 from posflow.simulate.rollout import influence
 
 __all__ = ["SINK_VARIANTS", "VARIANTS", "compare_profiles", "predict_profiles",
@@ -45,7 +48,13 @@ def predict_profiles(m, *, content_scale: str = "sqrt_d") -> dict[str, np.ndarra
         p = e_{n-1}^\\top R_{L-1}\\cdots R_0,\\qquad R_t = (1-\\lambda_t) I + \\lambda_t K_t
 
     with (a) λ ≡ 1, K_t = A_t; (b) measured λ_t, K_t = A_t; (c) measured λ_t, K_t the ALiBi +
-    content kernel of layer t.
+    content kernel of layer t,
+
+    .. math::
+        K_t = \\frac1H \\sum_h \\operatorname{band}_{w_t}\\,
+              \\mathrm{softmax}_{j \\le i}\\big(c_{t,h}[i=j] - m_h (i-j)\\big),
+
+    each head banded to the layer's window w_t (``m.windows``; no band where None).
 
     Parameters
     ----------
@@ -57,7 +66,7 @@ def predict_profiles(m, *, content_scale: str = "sqrt_d") -> dict[str, np.ndarra
     -------
     dict
         ``{variant: ndarray (n,)}``, each a probability vector. Cost O(L·n²) for (a), (b) and
-        O(L·n·H) for (c).
+        O(L·n·H) for (c) (O(n²) per banded layer, whose kernel is dense).
     """
     if content_scale not in CONTENT_SCALES:
         raise ValueError(f"content_scale must be one of {CONTENT_SCALES}; got {content_scale!r}")
@@ -67,7 +76,7 @@ def predict_profiles(m, *, content_scale: str = "sqrt_d") -> dict[str, np.ndarra
     L = len(ks)
     _, c = m.content(content_scale)  # (L, H)
     slopes = np.zeros(m.num_heads) if m.slopes is None else np.asarray(m.slopes, dtype=float)
-    kc = [alibi_kernel(m.n, slopes, c[t]) for t in range(L)]
+    kc = content_kernels(m.n, slopes, c, m.windows)  # alibi_kernel where no band
     return {
         "attention_only": influence(ks, np.ones(L)),
         "residual": influence(ks, m.lambdas),

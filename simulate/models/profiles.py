@@ -20,6 +20,11 @@ key            name (``measure``)    kernel K_t and mixing λ_t
 ``shuffled``   ``shuffled``          null: measured A_t with λ_t moved to other layers
 =============  ====================  ==========================================================
 
+Sliding windows. A layer that sees only its last w keys (``Measurement.windows``, e.g. Gemma 3's
+512-key layers) has measured kernels (a), (b), (d), (e) that are zero outside the band already;
+the constructed ones — the uniform null and [A]'s content kernels (c) — are banded to it by
+:mod:`posflow.simulate.models.bands` (rows 1/min(i + 1, w); each head's softmax over the band).
+
 One colour per profile (:data:`COLORS`: the Okabe–Ito palette, then greys), predicted profiles
 drawn solid and nulls dashed (:func:`line_style`). Distances to the measured influence p̂:
 W1/(n − 1) (``scipy.stats.wasserstein_distance`` over positions, divided by n − 1) and
@@ -44,7 +49,6 @@ __all__ = [
     "measured_profiles",
     "null_profiles",
     "percentile_interval",
-    "require_full_windows",
     "rollout_profiles",
     "run_measure",
 ]
@@ -167,7 +171,8 @@ def percentile_interval(x, level: float) -> tuple[float, float]:
 # the profiles of one set of pooled measurements, through posflow.simulate.rollout
 
 
-def rollout_profiles(A, lam, *, values=None, content=None, slopes=None, perm=None) -> dict:
+def rollout_profiles(A, lam, *, values=None, content=None, slopes=None, perm=None,
+                     windows=None) -> dict:  # fmt: skip
     """The rollout profiles of measured kernels, through the library (:mod:`~posflow.simulate.
     rollout`).
 
@@ -183,6 +188,11 @@ def rollout_profiles(A, lam, *, values=None, content=None, slopes=None, perm=Non
         [A]'s diagonal content and ALiBi slopes (zeros without ALiBi): profiles ``c`` and ``a_c``.
     perm : array_like of int, shape (L,), optional
         Layer t takes λ of layer perm[t]: the ``shuffled`` null.
+    windows : sequence of L (int or None), optional
+        Keys a query of each layer sees (``Measurement.windows``; None: every earlier key).
+        The uniform and content kernels of a layer with w < n are banded to it
+        (:func:`~posflow.simulate.models.bands.uniform_kernels`, ``content_kernels``); the
+        measured ones (``A``, ``values``) are taken as they are.
 
     Returns
     -------
@@ -190,7 +200,7 @@ def rollout_profiles(A, lam, *, values=None, content=None, slopes=None, perm=Non
         ``{key: ndarray (n,)}`` for ``a``, ``b``, ``e``, ``uniform`` and, with their inputs,
         ``c``, ``a_c``, ``d``, ``shuffled``. Cost O(L n²) per profile.
     """
-    from posflow.simulate.kernels import alibi_kernel, uniform_kernel
+    from posflow.simulate.models.bands import check_windows, content_kernels, uniform_kernels
     from posflow.simulate.models.measure import measured_kernels
     from posflow.simulate.models.sinks import sink_aware_kernels, value_norm_kernels
     from posflow.simulate.rollout import influence
@@ -199,31 +209,19 @@ def rollout_profiles(A, lam, *, values=None, content=None, slopes=None, perm=Non
     ks = measured_kernels(A)
     L, n = lam.size, ks[0].n
     ones = np.ones(L)
+    windows = (None,) * L if windows is None else check_windows(windows, L)
     out = {"b": influence(ks, lam), "a": influence(ks, ones)}
     if content is not None:
-        kc = [alibi_kernel(n, slopes, content[t]) for t in range(L)]
+        kc = content_kernels(n, slopes, content, windows)
         out["c"] = influence(kc, lam)
         out["a_c"] = influence(kc, ones)
-    out["uniform"] = influence(uniform_kernel(n), lam)
+    out["uniform"] = influence(uniform_kernels(n, windows), lam)
     if perm is not None:
         out["shuffled"] = influence(ks, lam[np.asarray(perm)])
     if values is not None:
         out["d"] = influence(value_norm_kernels(values), lam)
     out["e"] = influence(sink_aware_kernels(A), lam)
     return out
-
-
-def require_full_windows(windows, n: int) -> None:
-    """ValueError when a layer's sliding window is shorter than n: the uniform and content
-    kernels of these profiles (and of :mod:`~posflow.simulate.models.crossfit`) span every
-    earlier key, so they would not be banded like the measured ones (Gemma 3's 512-key layers
-    at n > 512). ``windows``: ``Measurement.windows`` (per layer keys seen, None: all)."""
-    short = [(t, w) for t, w in enumerate(windows or ()) if w is not None and w < n]
-    if short:
-        t, w = short[0]
-        raise ValueError(f"n = {n} exceeds the sliding window of layer {t} ({w} keys; "
-                         f"{len(short)} such layers): the uniform and content kernels are not "
-                         f"banded to it; measure at n <= {min(w for _, w in short)}")  # fmt: skip
 
 
 def null_profiles(measured) -> dict:
@@ -257,24 +255,25 @@ def measured_profiles(m, *, content_scale: str = "sqrt_d", seed: int = 0) -> dic
     (a), (b), (c) from :func:`posflow.simulate.models.predict.predict_profiles`, (d) (when value
     norms were measured) and (e) from ``predict_sink_profiles``, then the nulls: geometric and
     linear fitted to the measured mean position, uniform kernels, and (L ≥ 2) λ_t moved by the
-    derangement seeded ``[seed, 15]``.
+    derangement seeded ``[seed, 15]``. The uniform and content kernels are banded to the
+    measured ``m.windows`` (:mod:`~posflow.simulate.models.bands`), so n may exceed a window.
 
     Returns
     -------
     dict
         ``{name: ndarray (n,)}`` in the order above.
     """
-    from posflow.simulate.kernels import uniform_kernel
+    from posflow.simulate.models.bands import uniform_kernels
     from posflow.simulate.models.predict import predict_profiles, predict_sink_profiles
     from posflow.simulate.nulls import derangement
     from posflow.simulate.rollout import influence
 
-    require_full_windows(m.windows, m.n)
     out = predict_profiles(m, content_scale=content_scale)
     out.update(predict_sink_profiles(m))
     fitted = null_profiles(m.influence)
     out["geometric"], out["linear"] = fitted["geometric"], fitted["linear"]
-    out["uniform"] = influence(uniform_kernel(m.n), m.lambdas)
+    windows = (None,) * len(m.lambdas) if m.windows is None else m.windows
+    out["uniform"] = influence(uniform_kernels(m.n, windows), m.lambdas)
     if m.num_layers >= 2:
         perm = derangement(m.num_layers, [seed, 15])
         out["shuffled"] = influence(m.kernels(), np.asarray(m.lambdas)[perm])

@@ -7,7 +7,9 @@ A = Σ_s w_s A_s, value weights, λ, content and the measured influence, and the
 to each replicate's p̂.
 :func:`batched_rollouts` runs all replicates at once by an implementation independent of
 :mod:`posflow.simulate.rollout`; :func:`bootstrap` checks it on the full sample against the
-library (:func:`posflow.simulate.models.profiles.rollout_profiles`).
+library (:func:`posflow.simulate.models.profiles.rollout_profiles`). Both band the uniform and
+content kernels to the layers' sliding windows (``PerSequence.windows``,
+:mod:`posflow.simulate.models.bands`), so n may exceed a window (Gemma 3's 512-key layers).
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from posflow.simulate.models.bands import band, check_windows
 from posflow.simulate.models.profiles import (
     batched_spearman,
     batched_w1,
     null_profiles,
-    require_full_windows,
     rollout_profiles,
 )
 
@@ -41,6 +43,7 @@ class PerSequence:
     values: np.ndarray  # (N, L, n, n), Σ_h α_ij^h ‖W_O^h v_j^h‖ (value-norm weights)
     layer_influence: np.ndarray | None = None  # (N, L, n) ‖∂p*/∂x_t[j]‖, rows sum to 1
     lambdas_mlp: np.ndarray | None = None  # (N, L) λ_t with the MLP update counted
+    windows: tuple | None = None  # (L,) keys a query sees (Measurement.windows); None: all
 
 
 def measure_per_sequence(model, ids, *, layer_influence: bool = False, lambdas_mlp: bool = False,
@@ -65,25 +68,22 @@ def measure_per_sequence(model, ids, *, layer_influence: bool = False, lambdas_m
     batch_size : int, optional
         Sequences per pass (default: :func:`measure`'s automatic size).
     allow_windows : bool
-        Measure also when n exceeds a layer's sliding window. The statistics are exact either
-        way; by default it is refused, because the profiles built from them (uniform and content
-        kernels, :func:`~posflow.simulate.models.profiles.require_full_windows`) are not banded.
+        No longer needed, accepted for compatibility and ignored: n may exceed a layer's
+        sliding window, whose size is kept in ``PerSequence.windows`` and bands the uniform
+        and content kernels of every consumer (:mod:`~posflow.simulate.models.bands`).
 
     Returns
     -------
     PerSequence
 
-    Raises ValueError as :func:`measure` does, when a sequence's p* does not depend on its
-    embeddings (its influence sums to zero or is not finite), and when n exceeds a layer's
-    sliding window (:func:`~posflow.simulate.models.profiles.require_full_windows`).
+    Raises ValueError as :func:`measure` does, and when a sequence's p* does not depend on its
+    embeddings (its influence sums to zero or is not finite).
     """
     from posflow.simulate.models.measure import measure
 
     m = measure(model, ids, value_norms=True, heads=False, qk="summary", per_sequence=True,
                 layer_influence=bool(layer_influence), batch_size=batch_size,
                 lambdas="both" if lambdas_mlp else True)  # fmt: skip
-    if not allow_windows:  # its consumers' uniform and content kernels span every key
-        require_full_windows(m.windows, m.n)
     g = m.influence_per_sequence
     total = g.sum(axis=1)
     bad = np.flatnonzero(~(np.isfinite(total) & (total > 0)))
@@ -100,7 +100,8 @@ def measure_per_sequence(model, ids, *, layer_influence: bool = False, lambdas_m
     return PerSequence(m.attention_per_sequence, m.lambda_per_sequence,
                        m.content_per_sequence("sqrt_d")[1], g, slopes,
                        m.value_weights_per_sequence, G,
-                       m.lambda_mlp_per_sequence if lambdas_mlp else None)  # fmt: skip
+                       m.lambda_mlp_per_sequence if lambdas_mlp else None,
+                       None if m.windows is None else tuple(m.windows))  # fmt: skip
 
 
 def _library(data: PerSequence, w: np.ndarray, perm: np.ndarray) -> tuple[dict, np.ndarray]:
@@ -110,7 +111,8 @@ def _library(data: PerSequence, w: np.ndarray, perm: np.ndarray) -> tuple[dict, 
     lam = np.clip(w @ data.lambdas, 0.0, 1.0)
     c = np.tensordot(w, data.content, axes=1)
     g = w @ data.influence
-    out = rollout_profiles(A, lam, values=V, content=c, slopes=data.slopes, perm=perm)
+    out = rollout_profiles(A, lam, values=V, content=c, slopes=data.slopes, perm=perm,
+                           windows=getattr(data, "windows", None))  # fmt: skip
     return out, g / g.sum()
 
 
@@ -120,9 +122,12 @@ def batched_rollouts(data: PerSequence, W: np.ndarray, perm: np.ndarray, chunk=N
     p ← (1 − λ_t) p + λ_t p K_t for t = L−1, …, 0 from p = e_{n−1}, with
 
     * A_t = Σ_s w_s A_{t,s} (rows renormalised, as ``measured_kernels`` does) for ``b``, ``a``
-      and ``shuffled``; the uniform kernel A_ij = 1/(i+1) (j ≤ i) by a reverse cumulative sum;
+      and ``shuffled``; the uniform kernel A_ij = 1/(i+1) (j ≤ i) by a reverse cumulative sum,
+      in a layer with a sliding window of w < n keys (``data.windows``) the dense banded
+      kernel 1/min(i+1, w) (0 ≤ i − j < w);
     * [A]'s kernel (``c``, ``a_c``) A = (1/H) Σ_h diag(1/Z_h)(T_h + (e^{c_h} − 1) I),
-      T_h[i, j] = e^{−m_h (i−j)} (j ≤ i), Z_h(i) = e^{c_h} + Σ_{k=1}^{i} e^{−m_h k};
+      T_h[i, j] = e^{−m_h (i−j)} (0 ≤ i − j < w), Z_h(i) = e^{c_h} + Σ_{k=1}^{min(i, w−1)}
+      e^{−m_h k} (w = n without a window: each head's softmax over the band);
     * ``d`` the value-norm kernel Σ_s w_s V_{t,s} with rows renormalised; ``e`` the sink-aware
       kernel of A_t: for rows i ≥ 1 the entry A_t[i, 0] is moved onto the diagonal.
 
@@ -143,15 +148,23 @@ def batched_rollouts(data: PerSequence, W: np.ndarray, perm: np.ndarray, chunk=N
     L = data.lambdas.shape[1]
     n = data.influence.shape[1]
     B = W.shape[0]
+    wins = getattr(data, "windows", None)
+    wins = [None if w is None or w >= n else w
+            for w in ((None,) * L if wins is None else check_windows(wins, L))]
     lam = np.clip(W @ data.lambdas, 0.0, 1.0)
     g = W @ data.influence
     rows = np.tensordot(W, data.attention.sum(axis=-1), axes=1)  # (B, L, n) row sums
     cont = np.tensordot(W, data.content, axes=1)  # (B, L, H)
     i = np.arange(n)
     gap = (i[:, None] - i[None, :]).astype(np.float64)
-    low = gap >= 0
-    T = np.where(low, np.exp(-data.slopes[:, None, None] * np.where(low, gap, 0.0)), 0.0)
-    S = T.sum(axis=-1) - 1.0  # (H, n): Σ_{k=1}^{i} e^{−m k}
+    tables = {}  # per window: T (H, n, n) on the band, S (H, n) = Σ_{k=1}^{min(i, w−1)} e^{−m k}
+    for w in set(wins):
+        low = (gap >= 0) if w is None else (gap >= 0) & (gap < w)
+        T = np.where(low, np.exp(-data.slopes[:, None, None] * np.where(low, gap, 0.0)), 0.0)
+        tables[w] = (T, T.sum(axis=-1) - 1.0)
+    S = np.stack([tables[w][1] for w in wins])  # (L, H, n)
+    U = {w: band(np.tril(np.ones((n, n))) / (i + 1.0)[:, None], [w])[0]
+         for w in set(wins) if w is not None}  # fmt: skip
     chunk = chunk or max(1, int(2e7 // (3 * L * n * n)))
     out = {k: np.empty((B, n)) for k in ROLLOUTS}
     start = np.zeros(n)
@@ -169,7 +182,7 @@ def batched_rollouts(data: PerSequence, W: np.ndarray, perm: np.ndarray, chunk=N
         lb = lam[b0:b1]
         c = cont[b0:b1]  # (b, L, H)
         shift = np.maximum(c, 0.0)
-        Z = np.exp(c - shift)[..., None] + S[None, None] * np.exp(-shift)[..., None]  # (b,L,H,n)
+        Z = np.exp(c - shift)[..., None] + S[None] * np.exp(-shift)[..., None]  # (b, L, H, n)
         diag = ((np.exp(c - shift) - np.exp(-shift))[..., None] / Z).mean(axis=2)  # (b, L, n)
         scale = np.exp(-shift)[..., None] / Z  # (b, L, H, n): weight of T_h in row i
 
@@ -177,12 +190,14 @@ def batched_rollouts(data: PerSequence, W: np.ndarray, perm: np.ndarray, chunk=N
             return np.matmul(p[:, None, :], M[:, t])[:, 0]
 
         def uniform(p, t, M):
+            if wins[t] is not None:  # banded: 1/min(i + 1, w) on 0 ≤ i − j < w
+                return p @ U[wins[t]]
             q = p / (i + 1.0)
             return np.cumsum(q[:, ::-1], axis=1)[:, ::-1]
 
         def param(p, t, M, scale=scale, diag=diag):
             ph = np.swapaxes(p[:, None, :] * scale[:, t], 0, 1)  # (H, b, n)
-            return np.matmul(ph, T).mean(axis=0) + p * diag[:, t]
+            return np.matmul(ph, tables[wins[t]][0]).mean(axis=0) + p * diag[:, t]
 
         ones = np.ones_like(lb)
         for name, step, M, lm in (

@@ -81,6 +81,13 @@ def sink_aware_kernels(attention) -> list[DenseKernel]:
     attention spent on it carries no information from token 0. Causal and row-stochastic
     whenever ``A_t`` is.
 
+    Sliding windows need no band here (unlike the constructed uniform and content kernels,
+    :mod:`posflow.simulate.models.bands`): ``A_t`` is the measured attention, already zero
+    outside layer t's window of w keys (``A_t[i, j] = 0`` for i − j ≥ w), and so is ``Â_t`` —
+    the diagonal lies inside every window, and a row whose token 0 is outside its window
+    (i ≥ w) has ``A_t[i, 0] = 0``, no token-0 share to move, and is left as it is. The
+    value-norm kernels (d) are zero outside the window for the same reason.
+
     Parameters
     ----------
     attention : array_like, shape (L, H, n, n) or (L, n, n)

@@ -22,6 +22,9 @@ The profiles, all :math:`p = e_{n-1}^\\top R_{L-1} \\cdots R_0`,
   (e) the sink-aware kernels of :mod:`posflow.simulate.models.sinks`;
 * nulls (:mod:`posflow.simulate.nulls`): geometric recency and a linear ramp fitted to the
   measured mean position, measured λ through uniform kernels, λ moved to other layers.
+
+The uniform and content kernels are banded to the layers' sliding windows
+(``GroupedStudy.windows``, from the measurements; :mod:`posflow.simulate.models.bands`).
 """
 
 from __future__ import annotations
@@ -54,7 +57,9 @@ class GroupedStudy:
 
     Attributes are lists over groups: ``attention`` and ``value_weights`` (L, n, n) group means,
     ``content`` (L, H), ``lambdas`` (N_g, L), ``influence`` (N_g, n) raw ‖∂p*/∂e_j‖,
-    ``layer_influence`` (L, n) rows summing to 1; ``slopes`` (H,) (zeros without ALiBi).
+    ``layer_influence`` (L, n) rows summing to 1; ``slopes`` (H,) (zeros without ALiBi);
+    ``windows`` (L,) the keys a query of each layer sees (``Measurement.windows``; None: every
+    layer global), which band the uniform and content kernels.
     """
 
     n: int
@@ -66,6 +71,7 @@ class GroupedStudy:
     influence: list = field(default_factory=list)
     layer_influence: list = field(default_factory=list)
     perm: np.ndarray | None = None
+    windows: tuple | None = None
 
     @property
     def groups(self) -> int:
@@ -127,7 +133,8 @@ def measure_groups(model, ids, groups: int, *, seed: int = 0, progress=None) -> 
         )
         if st is None:
             slopes = np.zeros(m.num_heads) if m.slopes is None else np.asarray(m.slopes, float)
-            st = GroupedStudy(m.n, slopes, perm=derangement(m.num_layers, [seed, 13]))
+            st = GroupedStudy(m.n, slopes, perm=derangement(m.num_layers, [seed, 13]),
+                              windows=None if m.windows is None else tuple(m.windows))
         st.attention.append(m.attention.mean(axis=1))
         st.value_weights.append(m.value_weights)
         st.content.append(m.content("sqrt_d")[1])
@@ -146,7 +153,7 @@ def _profiles(st: GroupedStudy, P: dict) -> dict:
     from posflow.simulate.models.profiles import null_profiles, rollout_profiles
 
     got = rollout_profiles(P["A"], P["lambdas"], values=P["V"], content=P["c"],
-                           slopes=st.slopes, perm=st.perm)  # fmt: skip
+                           slopes=st.slopes, perm=st.perm, windows=st.windows)  # fmt: skip
     got.update(null_profiles(P["measured"]))
     return {k: got[k] for k in PROFILES}
 
