@@ -25,6 +25,11 @@
   schemes, multi-seed train-short/test-long runs and their query-chunked evaluation (AT20);
   :mod:`~posflow.simulate.models.seed_store` reads their saved results and their statistics
   without torch;
+* :mod:`~posflow.simulate.models.synthetic`, :mod:`~posflow.simulate.models.synthetic_train` —
+  train-short/test-long synthetic tasks (flip-flop language modelling, associative recall) with
+  exact error metrics, and their resumable multi-seed store (AT20, issue 25);
+* :mod:`~posflow.simulate.models.bands` — constructed kernels banded to each layer's sliding
+  window (uniform, [A]'s content kernels);
 * :mod:`~posflow.simulate.models.scheme_identities` — the schemes' hooks against dense route
   products (AT18).
 
@@ -34,6 +39,7 @@ Sub-modules are imported on first use, so ``posflow.simulate.models.corpus`` wor
 import importlib
 
 __all__ = [
+    "bands",
     "corpus",
     "extrapolate",
     "lm",
@@ -43,6 +49,8 @@ __all__ = [
     "profiles_bootstrap",
     "scheme_identities",
     "schemes",
+    "synthetic",
+    "synthetic_train",
     "train",
 ]
 

@@ -53,6 +53,7 @@ from torch.nn import functional as F
 
 from posflow.simulate._paths import user_cache_dir
 from posflow.simulate.models import schemes_alibi as _schemes_alibi  # noqa: F401  (registers)
+from posflow.simulate.models._store import check_meta, write_json
 from posflow.simulate.models.bpe import BPEConfig, bpe_streams, unigram_perplexity
 from posflow.simulate.models.corpus import training_batch, windows
 from posflow.simulate.models.extrapolate import chunked_logits
@@ -511,12 +512,6 @@ def learned_angle_means(model: LM, tokens) -> list | None:
     return out
 
 
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=None, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-
-
 def _meta(cfg: SeedRunConfig, streams, wins) -> dict:
     return {
         "format": FORMAT,
@@ -544,18 +539,7 @@ def _meta(cfg: SeedRunConfig, streams, wins) -> dict:
 
 
 def _check_meta(store: Path, want: dict) -> None:
-    meta = store / "meta.json"
-    if meta.is_file():
-        have = json.loads(meta.read_text())
-        for k in ("format", "config", "tokenizer_sha"):
-            if have.get(k) != want[k]:
-                raise ValueError(
-                    f"store {str(store)!r} holds a run with another {k} ({have.get(k)!r:.200} vs "
-                    f"{want[k]!r:.200}); choose another store or delete it"
-                )
-    else:
-        store.mkdir(parents=True, exist_ok=True)
-        _write_json(meta, want)
+    check_meta(store, want, ("format", "config", "tokenizer_sha"), width=200)
 
 
 def _alive(pid: int) -> bool:
@@ -662,7 +646,7 @@ def _one_run(cfg, scheme, seed, streams, wins, path, ckdir, log) -> Path:
         "wall_seconds": time.perf_counter() - t0,
         "angle_means": learned_angle_means(model, streams.valid),
     }
-    _write_json(path, blob)
+    write_json(path, blob)
     ppl = np.exp(nats.mean((0, 1)))
     log(f"{scheme} s{seed}: PPL " + ", ".join(
         f"{L}: {p:.2f}" for L, p in zip(cfg.eval_lengths, ppl, strict=True)))  # fmt: skip

@@ -1,0 +1,36 @@
+"""Run stores on disk shared by the multi-seed trainers (AT20's LM proxy, issue 25's tasks).
+
+A store is a folder of JSON files, one per finished run, and ``meta.json`` naming what the runs
+were made with; files are written atomically (a temporary file renamed into place), so a killed
+process never leaves a half-written run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+
+def write_json(path: Path, obj) -> None:
+    """Write ``obj`` as JSON (sorted keys) to ``path`` atomically."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def check_meta(store: Path, want: dict, keys, width: int = 300) -> None:
+    """Create ``store`` with ``meta.json`` = ``want``, or check that its ``meta.json`` agrees with
+    ``want`` on ``keys``: ValueError naming the store and the first key that differs."""
+    meta = store / "meta.json"
+    if meta.is_file():
+        have = json.loads(meta.read_text())
+        for k in keys:
+            if have.get(k) != want[k]:
+                raise ValueError(
+                    f"store {str(store)!r} holds runs of another {k} ({have.get(k)!r:.{width}} "
+                    f"vs {want[k]!r:.{width}}); choose another store or delete it"
+                )
+    else:
+        store.mkdir(parents=True, exist_ok=True)
+        write_json(meta, want)
