@@ -38,13 +38,50 @@ def tiny():
 @pytest.fixture(scope="module")
 def evidence(tiny):
     mp = pytest.MonkeyPatch()
-    mp.setattr(pb, "_model", lambda: tiny)
+    mp.setattr(pb, "_model", lambda key="smollm2-135m": tiny)
     mp.setattr(pb, "_installed", lambda: True)
     mp.setitem(pb.QUICK, "contexts", 8)
     try:
         yield pb.pb17(Context())
     finally:
         mp.undo()
+
+
+@pytest.fixture(scope="module")
+def two_models(tiny):
+    """PB17 over two models: the tiny pair as 'SmolLM2' and, with a <bos> token, as 'Gemma 3'."""
+    import copy
+
+    model, tok = tiny
+    tb = copy.deepcopy(tok)
+    tb.bos_token = "[UNK]"
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pb, "_model", lambda key="smollm2-135m": (model, tb if "gemma" in key else tok))
+    mp.setattr(pb, "_installed", lambda: True)
+    mp.setattr(pb, "models", lambda ctx: ["smollm2-135m", "gemma3-270m"])
+    mp.setitem(pb.QUICK, "contexts", 8)
+    try:  # undone at once: the module's other fixture measures one model
+        return pb.pb17(Context()), tb.bos_token_id
+    finally:
+        mp.undo()
+
+
+def test_each_model_has_its_own_keys_figure_rows_and_bos_convention(two_models):
+    ev, bos = two_models
+    keys = {m.key for m in ev.measurements}
+    gemma = {k for k in keys if k.startswith("gemma3_")}
+    assert {"gemma3_" + k for k in keys - gemma} == gemma  # every number, once per model
+    assert "dip_K10" in keys and "regression_vs_reference" in keys
+    assert [f.name for f in ev.figures] == ["PB17_lost_in_the_middle",
+                                            "PB17_lost_in_the_middle_gemma3"]
+    for t in ev.tables:
+        assert t.columns[0] == "model"
+        assert {r[0] for r in t.rows} == {"SmolLM2-135M", "Gemma 3 270M"}
+    assert "<bos> first" in ev.setup and ev.setup.count("<bos> first") == 1  # Gemma's only
+    assert ev["gemma3_stored_study_readable"].passed  # Gemma's own stored study
+    # the same tiny model and tasks, one token later: the same kind of numbers, not the same
+    assert ev["gemma3_positions_labelled_K10"].passed and ev["positions_labelled_K10"].passed
+    assert bos is not None
 
 
 def test_registered_as_ours():
@@ -70,8 +107,8 @@ def test_the_dip_by_hand():
 
 
 def rows(ev, K):
-    t = ev.table("position_curves")
-    return np.array([r for r in t.rows if r[0] == K], dtype=float)
+    t = ev.table("position_curves")  # columns after the model's name
+    return np.array([r[1:] for r in t.rows if r[1] == K], dtype=float)
 
 
 def test_the_judged_numbers_recompute_from_the_curves(evidence):
@@ -116,8 +153,8 @@ def test_controls_pass_and_the_verdict_follows_the_comparisons(evidence):
 
 def test_the_depth_sensitivity_table_is_the_comparison_at_each_threshold(evidence):
     t = evidence.table("dip_depth_sensitivity")
-    assert {r[0] for r in t.rows} == set(pb.DEPTH_GRID)
-    for delta, K, depth, depth_ok, dip_ok in t.rows:
+    assert {r[1] for r in t.rows} == set(pb.DEPTH_GRID)
+    for _model, delta, K, depth, depth_ok, dip_ok in t.rows:
         assert depth == pytest.approx(evidence[f"dip_depth_K{K}"].value)
         assert depth_ok == (depth >= delta)
         kmin = evidence[f"argmin_K{K}"].value
@@ -139,7 +176,7 @@ def test_each_mutant_breaks_a_control_that_passes_unmutated(tiny, evidence, monk
     from posflow.proofs_checks import kit as mut
 
     (m,) = [m for m in mut.mutants_of("PB17") if m.name == name]
-    monkeypatch.setattr(pb, "_model", lambda: tiny)
+    monkeypatch.setattr(pb, "_model", lambda key="smollm2-135m": tiny)
     monkeypatch.setattr(pb, "_installed", lambda: True)
     monkeypatch.setitem(pb.QUICK, "contexts", 8)
     with mut.mutated(m):
@@ -158,7 +195,7 @@ def test_every_profile_is_reported_and_the_judged_one_is_the_stored_best(evidenc
     assert evidence["best_profile"].value.startswith(f"{best}: ")
     t = evidence.table("spearman_by_profile")
     for K in pb.QUICK["Ks"]:
-        got = {r[1]: r for r in t.rows if r[0] == K}
+        got = {r[2]: r[1:] for r in t.rows if r[1] == K}
         assert set(got) == set("abcde") and set(got) <= set(PROFILES)
         judged = [k for k, r in got.items() if r[6]]
         assert judged == [best]

@@ -1,5 +1,7 @@
 """simulate.models.retrieval: the key–value retrieval task, its scores and intervals (PB17)."""
 
+import copy
+
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
@@ -70,6 +72,24 @@ def test_the_layout_matches_a_hand_count(tok):
             text = PREAMBLE + lines + f"{keys[k]}: {vals[k]}"
             assert full == enc(tok, text)  # the whole prompt tokenizes to the stated positions
     np.testing.assert_array_equal(task.line_spans()[2], [25, 32])
+
+
+def test_bos_puts_the_tokenizers_bos_first_and_shifts_every_position_by_one(tok):
+    """bos=True: the same task with ``bos_token_id`` first; the layout moves by one token."""
+    plain = R.build_task(tok, 5, 3, seed=1, preamble=PREAMBLE)
+    with pytest.raises(ValueError, match="bos_token_id"):
+        R.build_task(tok, 5, 3, seed=1, preamble=PREAMBLE, bos=True)  # the tokenizer has none
+    with pytest.raises(TypeError, match="bos must be a bool"):
+        R.build_task(tok, 5, 3, seed=1, bos=1)
+    tb = copy.deepcopy(tok)
+    tb.bos_token = "[UNK]"  # any id will do: the rule is "this id first"
+    task = R.build_task(tb, 5, 3, seed=1, preamble=PREAMBLE, bos=True)
+    assert task.preamble_length == plain.preamble_length + 1
+    np.testing.assert_array_equal(task.line_starts, plain.line_starts + 1)
+    np.testing.assert_array_equal(task.context_ids[:, 0], tb.bos_token_id)
+    np.testing.assert_array_equal(task.context_ids[:, 1:], plain.context_ids)
+    np.testing.assert_array_equal(task.query_ids, plain.query_ids)
+    assert task.prompt_length == plain.prompt_length + 1
 
 
 def test_same_seed_same_task_and_another_seed_another(tok):
@@ -240,3 +260,19 @@ def test_smollm2_retrieves_values_from_its_own_tokenizer():
     assert sc.logprob[1, 4] == pytest.approx(lp, abs=1e-3)
     # the first line is retrieved (measured: 6 of 6 contexts in PB17's quick run)
     assert sc.correct[:, 0].all() and (sc.logprob < 0).all()
+
+
+@pytest.mark.skipif(installed_models()["gemma3-270m"] is None,
+                    reason="Gemma 3 270M is not installed (posflow models install gemma3-270m)")
+def test_gemma3_retrieves_values_with_bos_first():
+    """Integration: Gemma 3 270M with <bos> first (its tokenizer's convention), 2 × 10 prompts."""
+    from posflow.simulate.models.hub import load_pretrained
+
+    model, _, tk = load_pretrained("gemma3-270m")
+    task = R.build_task(tk, 10, 2, seed=0, bos=True)
+    assert task.context_ids[0, 0] == tk.bos_token_id and task.value_length == 3
+    assert task.line_length == 7  # key ':' ' ' d d d '\n' (measured on its tokenizer)
+    sc = R.score(model, task)
+    lp, _ = direct(model, task, 1, 4)
+    assert sc.logprob[1, 4] == pytest.approx(lp, abs=1e-3)
+    assert (sc.logprob < 0).all() and sc.correct.mean() > 0.5  # measured: 0.8 on this task

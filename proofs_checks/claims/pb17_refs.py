@@ -1,15 +1,17 @@
 """PB17's references: the stored study it reads, its decision rule, independent recomputations of
 the retrieval statistics and the regression against stored reference values (claim PB17).
 
-- :func:`load_study` reads the packaged SmolLM2 study; a missing or unreadable file is a failing
+- :data:`MODELS` lists the measured models (SmolLM2-135M; Gemma 3 270M at --full size);
+- :func:`load_study` reads a model's packaged study; a missing or unreadable file is a failing
   measurement naming its path (never a silent fallback to another profile).
 - :func:`decision_measurement` turns a :class:`~posflow.proofs_checks.kit.Decision` into a
   measurement by the kit's rule: HOLDS/FAILS judged at the deciding end of the interval,
   INCONCLUSIVE undecided; :func:`decision_controls` runs it on known-wrong intervals.
 - :func:`direct_checks` recomputes ``position_curve``, ``bootstrap_spearman``, ``line_profile``
   and ``best_profile`` by direct loops.
-- :func:`regression` compares every reported number with ``references/pb17.json`` (written by
-  ``python -m posflow.proofs_checks.claims.pb17_retrieval``, SmolLM2 installed).
+- :func:`regression` compares every reported number with ``references/pb17.json`` (SmolLM2) or
+  ``references/pb17_gemma3.json`` (written by ``python -m
+  posflow.proofs_checks.claims.pb17_retrieval``, the models installed).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from posflow.proofs_checks.kit import (
     Decision,
     at_least,
     at_most,
+    combine,
     deviation,
     fp_tol,
     holds,
@@ -36,44 +39,56 @@ from posflow.proofs_checks.kit import (
     undecided,
 )
 
-REFERENCE = "pb17.json"
 MODEL = "smollm2-135m"
+# the models PB17 measures: hub key → (name, measurement-key prefix, reference file). SmolLM2's
+# keys carry no prefix (they predate the second model); Gemma 3 270M is measured at --full size.
+MODELS = {
+    "smollm2-135m": ("SmolLM2-135M", "", "pb17.json"),
+    "gemma3-270m": ("Gemma 3 270M", "gemma3_", "pb17_gemma3.json"),
+}
+REFERENCE = MODELS[MODEL][2]
 DIP_DEPTH = 0.1  # nats: the interior minimum must lie this far below the lower end
 CONFIDENCE = 0.95
 RESAMPLES = 2000
-# the regression's tolerance (the live model): float32 logits of a 30-layer model move by ~1e-6
-# relative between thread counts and BLAS paths; sums of 3 log-probs, means over ≤ 30 contexts,
-# bootstrap quantiles and line sums keep that order; 1e-4 relative (floor 1e-2 for values near 0)
+DEPTH_GRID = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
+CONTROL_PROMPTS = 1  # per K: prompts re-scored by a direct full forward pass
+# float32 logits (|z| ≲ 30) through two differently shaped forward passes (cached prefix vs
+# full): ≲ 1e-5 per logit after ≤ 30 layers; the log-softmax adds ≲ 1e-6; 3 value tokens summed
+LOGPROB_TOL = 1e-3
+# the regression's tolerance (the live model): float32 logits of an 18–30-layer model move by
+# ~1e-6 relative between thread counts and BLAS paths; sums of 3 log-probs, means over ≤ 30
+# contexts, bootstrap quantiles and line sums keep that order; 1e-4 relative (floor 1e-2 for
+# values near 0)
 REG_TOL = 1e-4
 REG_REASON = (
-    "float32 forward passes of SmolLM2 differ by ~1e-6 relative between thread counts; the "
+    "float32 forward passes of the model differ by ~1e-6 relative between thread counts; the "
     "curves, bootstrap quantiles, line masses and ρ are continuous in them (ρ moves only when "
     "two near-equal ranks swap): 1e-4 relative, floor 1e-2"
 )
 
 
-def study_file():
-    """The packaged stored study (``posflow.simulate`` / ``study.STORE``)."""
-    from posflow.simulate.models.study import STORE
+def study_file(model: str = MODEL):
+    """The packaged stored study of ``model`` (``posflow.simulate`` / ``study.STORES``)."""
+    from posflow.simulate.models.study import STORES
 
-    return resources.files("posflow.simulate").joinpath(STORE)
+    return resources.files("posflow.simulate").joinpath(STORES[model])
 
 
-def load_study():
-    """(store, measurement): the stored study and a judged ``stored_study_readable`` that fails,
-    naming the path, when the file is missing, not JSON or holds no runs (store None then)."""
+def load_study(model: str = MODEL):
+    """(store, measurement): ``model``'s stored study and a judged ``stored_study_readable`` that
+    fails, naming the path, when the file is missing, not JSON or holds no runs (store None)."""
     from posflow.simulate.models.study import best_profile
 
-    f = study_file()
+    f, name = study_file(model), MODELS[model][0]
     try:
         store = json.loads(f.read_text())
         best_profile(store)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return None, holds("stored_study_readable", False,
-                           label=f"the stored SmolLM2 study {f} is readable "
+                           label=f"the stored {name} study {f} is readable "
                            f"({type(e).__name__}: {e})")  # fmt: skip
     return store, holds("stored_study_readable", True,
-                        label=f"the stored SmolLM2 study {f} is readable")  # fmt: skip
+                        label=f"the stored {name} study {f} is readable")  # fmt: skip
 
 
 def best_direct(store: dict) -> str:
@@ -130,6 +145,56 @@ def dip_decision(K: int, curve, label: str) -> Decision:
     lo = float(min(curve.lo[0], curve.lo[-1]) - curve.hi[k])
     hi = float(min(curve.hi[0], curve.hi[-1]) - curve.lo[inner].min())
     return Decision(label, est, min(lo, est), max(hi, est), DIP_DEPTH, "ge")
+
+
+_DEPTH_REASON = (
+    f"δ = {DIP_DEPTH} nats: a dip must be at least δ below the lower end of the curve "
+    "(a modelling cut-off for 'a dip'); table dip_depth_sensitivity gives the verdict at "
+    f"δ ∈ {DEPTH_GRID}"
+)
+
+
+def k_measurements(K, r, k, depth, sep):
+    """The decisions, controls and reported numbers of one K of one model."""
+    lp, acc = r["logprob"], r["accuracy"]
+    C = r["task"].num_contexts
+    dip = dip_decision(K, lp, f"dip_K{K}")
+    rho = Decision(f"spearman_K{K}", r["rho"], r["rho_lo"], r["rho_hi"], 0.0, "ge")
+    status, why = combine([dip, rho])
+    return [
+        decision_measurement(f"dip_K{K}", dip,
+                             f"K = {K}: min(mean[0], mean[K−1]) − interior minimum ≥ δ = "
+                             f"{DIP_DEPTH} nats ({CONFIDENCE:.0%} pointwise bootstrap)"),
+        decision_measurement(f"spearman_K{K}", rho,
+                             f"K = {K}: Spearman ρ(mean log-prob, predicted per-line profile) "
+                             f"> 0 ({CONFIDENCE:.0%} bootstrap over contexts)"),
+        *decision_controls(dip), *decision_controls(rho),
+        info(f"verdict_K{K}", status + (f" ({why})" if why else ""),
+             label=f"K = {K}: the statement's verdict (kit.combine)"),
+        info(f"dip_depth_K{K}", depth, unit="nats",
+             label=f"K = {K}: min(mean[0], mean[K−1]) − mean[k_min] (δ: {_DEPTH_REASON})"),
+        info(f"dip_separation_K{K}", sep, unit="nats",
+             label=f"K = {K}: min of the ends' lower bounds − the minimum's upper bound"),
+        info(f"spearman_point_K{K}", r["rho"], label=f"K = {K}: Spearman ρ"),
+        info(f"spearman_lo_K{K}", r["rho_lo"], label=f"K = {K}: lower bound of ρ"),
+        holds(f"positions_labelled_K{K}", r["labels_ok"], role="control",
+              label=f"K = {K}: the query of position k repeats line k's key (all prompts)"),
+        at_most(f"logprob_vs_direct_K{K}", r["direct_err"], 0.0,
+                fp_tol(LOGPROB_TOL, "float32 logits (|z| ≲ 30) of a cached-prefix and a "
+                       "full forward pass differ by ≲ 1e-5 each after ≤ 30 layers; 3 value "
+                       "tokens and the log-softmax: ≲ 1e-4 ≤ 1e-3"),
+                role="control", unit="nats",
+                label=f"K = {K}: max |teacher-forced log-prob − direct forward pass with "
+                f"torch.log_softmax| ({min(CONTROL_PROMPTS, C)} prompts)"),
+        info(f"spearman_hi_K{K}", r["rho_hi"],
+             label=f"K = {K}: upper {CONFIDENCE:.0%} bootstrap bound of ρ"),
+        info(f"argmin_K{K}", k, label=f"K = {K}: position of the minimum"),
+        info(f"mean_logprob_K{K}", float(lp.mean.mean()), unit="nats",
+             label=f"K = {K}: mean log-prob over positions"),
+        info(f"accuracy_K{K}", float(acc.mean.mean()),
+             label=f"K = {K}: exact-match accuracy over positions"),
+        info(f"seconds_K{K}", r["seconds"], unit="s"),
+    ]  # fmt: skip
 
 
 # -- independent recomputations -----------------------------------------------------------------
@@ -214,16 +279,17 @@ def reference_values(res: dict, model) -> dict:
     return out
 
 
-def load_reference():
-    p = resources.files("posflow.proofs_checks.claims").joinpath("references", REFERENCE)
+def load_reference(model: str = MODEL):
+    """``model``'s stored reference values by size, or None when the file is absent."""
+    p = resources.files("posflow.proofs_checks.claims").joinpath("references", MODELS[model][2])
     return json.loads(p.read_text()) if p.is_file() else None
 
 
-def regression_measurements(res: dict, model, size: str) -> list:
-    """The regression of this run against the stored reference of its size, compared only when
-    the reference was made on the same model (name and parameter count)."""
+def regression_measurements(res: dict, model, size: str, key: str = MODEL) -> list:
+    """The regression of this run against the stored reference of its size (hub model ``key``),
+    compared only when the reference was made on the same model (name and parameter count)."""
     vals = reference_values(res, model)
-    ref = (load_reference() or {}).get(size)
+    ref = (load_reference(key) or {}).get(size)
     if ref is None or (ref["model"], ref["parameters"]) != (vals["model"], vals["parameters"]):
         why = "no stored reference at this size" if ref is None else f"reference of {ref['model']}"
         return [info("regression_vs_reference", f"not compared: {why}")]

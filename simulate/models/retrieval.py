@@ -160,6 +160,7 @@ def build_task(
     digits: int = 3,
     words=None,
     preamble: str = DEFAULT_PREAMBLE,
+    bos: bool = False,
 ) -> RetrievalTask:
     """Build C = ``contexts`` random key–value contexts of K lines each (claim PB17).
 
@@ -179,6 +180,9 @@ def build_task(
         Candidate keys (default :data:`WORDS`); those that are not one token are dropped.
     preamble : str
         Text before the first line (its tokens are in no key line).
+    bos : bool
+        Put the tokenizer's ``bos_token_id`` first in every context (the convention of models
+        whose tokenizer adds it, e.g. Gemma 3); it counts as a preamble token.
 
     Returns
     -------
@@ -198,6 +202,11 @@ def build_task(
         raise TypeError(
             f"tokenizer must be a Hugging Face tokenizer; got {type(tokenizer).__name__}"
         )
+    if not isinstance(bos, bool):
+        raise TypeError(f"bos must be a bool; got {type(bos).__name__}")
+    bos_id = getattr(tokenizer, "bos_token_id", None) if bos else None
+    if bos and bos_id is None:
+        raise ValueError("tokenizer has no bos_token_id; bos=True needs one")
     if not isinstance(preamble, str):
         raise TypeError(f"preamble must be a string; got {type(preamble).__name__}")
     if words is not None and (isinstance(words, str) or not all(isinstance(w, str) for w in words)):
@@ -214,7 +223,7 @@ def build_task(
             f"K = {K} keys are needed (pass more words)"
         )
     rng = np.random.default_rng(seed)
-    pre = _encode(tokenizer, preamble) if preamble else []
+    pre = ([int(bos_id)] if bos else []) + (_encode(tokenizer, preamble) if preamble else [])
     ctx_ids, q_ids, v_ids, all_keys, all_vals = [], [], [], [], []
     ell = q_len = None
     for _ in range(C):
@@ -235,6 +244,8 @@ def build_task(
         text = preamble + "".join(f"{k}: {v}\n" for k, v in zip(keys, vals, strict=True))
         for k in range(K):
             joint = _encode(tokenizer, text + f"{keys[k]}: {vals[k]}")
+            if bos:
+                joint = [int(bos_id), *joint]
             if joint != ctx + queries[k] + values[k]:
                 raise ValueError(
                     "tokenizer encodes a whole prompt differently from the concatenation of its "
