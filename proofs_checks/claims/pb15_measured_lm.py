@@ -196,10 +196,11 @@ def pb15(ctx: Context) -> Evidence:
     ms += R.decision_controls(*ctl[0]) + jackknife_controls(*ctl[1])
     for part, (identity, values) in parts.items():
         study = part in R.STUDIES
-        tol, why = (R.STUDY_TOL, R.STUDY_REASON) if study else (R.LIVE_TOL, R.LIVE_REASON)
+        tol, why, floor = ((R.STUDY_TOL, R.STUDY_REASON, 1e-2) if study
+                           else (R.LIVE_TOL, R.LIVE_REASON, R.LIVE_FLOOR))  # fmt: skip
         what = "every number of the stored study's tables" if study else (
             f"every number PB15 reports of {part} (measurements and tables)")
-        ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what)
+        ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what, floor)
     cf_family, bs_family = family
     return Evidence(
         ms,

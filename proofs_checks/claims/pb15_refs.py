@@ -46,11 +46,20 @@ STUDY_REASON = (
     "the same float64 numbers read from the packaged JSON through means of ≤ 4 values: a "
     "numpy upgrade may reorder the sums, ≤ 4 ε relative; 1e-12 relative (floor 1e-2)"
 )
-LIVE_TOL = 1e-4
+# the live models' regression: float32 forward and backward passes move between thread counts,
+# BLAS paths and CPUs (vector widths, FMA contraction); measured between two machines with the
+# same packages: ≤ 1.5e-5 absolute on W1 differences of order 0.01 (PB19's layer 26) and
+# ≤ 7.4e-4 relative on numbers ≥ 0.01 (PB15's cross-fitted jackknife ends), i.e. the drift is
+# absolute on small differences of O(0.1) quantities. 1e-3 relative, floor 0.1: at most 1e-4
+# absolute below 0.1 (≥ 6× the measured drift); a broken pipeline moves numbers by ≫ 1e-3.
+LIVE_TOL = 1e-3
+LIVE_FLOOR = 0.1
 LIVE_REASON = (
-    "float32 forward and backward passes move by ~1e-6 relative between thread counts and BLAS "
-    "paths; W1, bootstrap quantiles and λ are continuous in them (Spearman ρ over n ≥ 64 "
-    "positions moves by ≤ 6/n² per swapped near-tie): 1e-4 relative, floor 1e-2"
+    "float32 forward and backward passes move between thread counts, BLAS paths and CPUs "
+    "(measured across two machines: ≤ 1.5e-5 absolute on W1 differences of O(0.01), ≤ 7.4e-4 "
+    "relative on numbers ≥ 0.01); W1, jackknife ends, λ and α are continuous in them "
+    "(Spearman ρ over n ≥ 64 positions moves by ≤ 6/n² per swapped near-tie): 1e-3 relative, "
+    "floor 0.1"
 )
 
 
@@ -144,10 +153,10 @@ def load_reference() -> dict:
 
 
 def regression_measurements(part: str, identity: str, values: dict, size: str, tol, reason,
-                            what: str) -> list:
+                            what: str, floor: float = 1e-2) -> list:
     """``kit.regression_measurements`` on PB15's reference file."""
     return kit_regression_measurements(part, identity, values, size, tol, reason, what,
-                                       REFERENCE)
+                                       REFERENCE, floor)
 
 
 # -- mutant wrappers (registered in pb15_measured_lm) ---------------------------------------

@@ -76,10 +76,11 @@ def load_reference(name: str) -> dict:
 
 
 def regression_measurements(part: str, identity: str, values: dict, size: str, tol, reason,
-                            what: str, reference: str) -> list:
+                            what: str, reference: str, floor: float = 1e-2) -> list:
     """``part`` (a model tag or "smollm2_study") against its stored reference at ``size`` (in
     ``references/<reference>``), compared only when the reference was made from the same
-    ``identity``; with a negative control (one reference number moved by 10× the tolerance)."""
+    ``identity``; with a negative control (one reference number, at least ``floor`` in size,
+    moved by 10× the tolerance). ``floor``: deviations are relative to max(|reference|, floor)."""
     refs = load_reference(reference).get(size, {}).get(part, [])
     ref = next((r for r in refs if r["identity"] == identity), None)
     key = f"{part}.regression_vs_reference"
@@ -88,12 +89,12 @@ def regression_measurements(part: str, identity: str, values: dict, size: str, t
         return [info(key, f"not compared: no stored reference of this run ({identity!r}); "
                      f"stored: {have}")]  # fmt: skip
     vals = ref["values"]
-    name = next(k for k, v in vals.items() if abs(v) >= 1e-2)  # not below regression's floor
+    name = next(k for k, v in vals.items() if abs(v) >= floor)  # not below regression's floor
     moved = {**vals, name: vals[name] * (1 + 10 * tol)}
     return [
-        *regression(key, values, vals, tol, reason, what),
+        *regression(key, values, vals, tol, reason, what, floor),
         rejects(f"{part}.regression_control_one_number_moved",
-                regression("c", values, moved, tol, reason, what)[0],
+                regression("c", values, moved, tol, reason, what, floor)[0],
                 f"the reference's {name} moved by 10× the tolerance"),
     ]
 
