@@ -95,3 +95,27 @@ def test_library_reference_agrees_with_crossfit():
                            values=A, slopes=np.zeros(2))  # fmt: skip
     prof, metric, resid, _ = crossfit_library_reference(data, crossfit(data))
     assert max(prof, metric) < 1e-12 and resid < 1e-6
+
+
+def test_library_reference_agrees_with_crossfit_on_banded_layers():
+    """Layer 0 sees 3 keys (a sliding window shorter than n = 7), layer 1 every key: the
+    reference's banded library kernels (models.bands) give crossfit's profiles, and the same
+    data without the window (unbanded uniform and content kernels) does not."""
+    from types import SimpleNamespace
+
+    from posflow.simulate.models.crossfit import crossfit
+
+    rng = np.random.default_rng(5)
+    N, L, n, w = 6, 2, 7, 3
+    A = np.tril(rng.random((N, L, n, n)) + 0.05)
+    i, j = np.indices((n, n))
+    A[:, 0] *= (i - j) < w  # the measured attention of layer 0 is zero beyond its window
+    A /= A.sum(axis=-1, keepdims=True)
+    data = SimpleNamespace(attention=A, lambdas=rng.uniform(0.2, 0.8, (N, L)),
+                           influence=rng.random((N, n)) + 0.05, content=rng.normal(0, 1, (N, L, 2)),
+                           values=A, slopes=np.array([0.5, 0.1]), windows=(w, None))  # fmt: skip
+    cf = crossfit(data)
+    prof, metric, resid, _ = crossfit_library_reference(data, cf)
+    assert max(prof, metric) < 1e-12 and resid < 1e-6
+    unbanded = SimpleNamespace(**{**vars(data), "windows": None})
+    assert crossfit_library_reference(unbanded, cf)[0] > 1e-6  # the band matters here

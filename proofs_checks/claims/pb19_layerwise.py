@@ -124,9 +124,11 @@ def _pooled(data):
 
 def _slice(data, t: int):
     """The windows of layer t as PB15's data: layers t … L − 1, influence at t's input."""
+    windows = getattr(data, "windows", None)
     return SimpleNamespace(attention=data.attention[:, t:], lambdas=data.lambdas[:, t:],
                            influence=data.layer_influence[:, t], content=data.content[:, t:],
-                           values=data.values[:, t:], slopes=data.slopes)  # fmt: skip
+                           values=data.values[:, t:], slopes=data.slopes,
+                           windows=None if windows is None else tuple(windows)[t:])  # fmt: skip
 
 
 def measure_model(sub: Subject):

@@ -115,9 +115,11 @@ def crossfit_library_reference(data, cf, lambdas=None) -> tuple[float, float, fl
     """Both directions of ``cf`` recomputed from ``data`` without :mod:`~posflow.simulate.
     models.crossfit`: halves pooled by plain means, kernels from the library
     (``measured_kernels``, ``alibi_kernel``, ``value_norm_kernels``, ``sink_aware_kernels``,
-    ``uniform_kernel``), rollouts by ``posflow.simulate.rollout.influence`` at the reported
-    parameters, the nulls refitted by :mod:`posflow.simulate.nulls`, metrics by
-    ``posflow.simulate.compare`` and ``scipy.stats.wasserstein_distance``.
+    ``uniform_kernel``; for layers whose sliding window ``data.windows`` is shorter than n,
+    ``models.bands.uniform_kernels`` and ``content_kernels``), rollouts by
+    ``posflow.simulate.rollout.influence`` at the reported parameters, the nulls refitted by
+    :mod:`posflow.simulate.nulls`, metrics by ``posflow.simulate.compare`` and
+    ``scipy.stats.wasserstein_distance``.
 
     Returns (max profile gap, max metric gap, max fit residual |m(α) − μ̂_F| over the matched
     rollout fits on the fitting half, number of fits that did not reach the mean).
@@ -126,6 +128,7 @@ def crossfit_library_reference(data, cf, lambdas=None) -> tuple[float, float, fl
 
     from posflow.simulate.compare import spearman, w1_normalised
     from posflow.simulate.kernels import alibi_kernel, uniform_kernel
+    from posflow.simulate.models.bands import content_kernels, uniform_kernels
     from posflow.simulate.models.measure import measured_kernels
     from posflow.simulate.models.sinks import sink_aware_kernels, value_norm_kernels
     from posflow.simulate.nulls import geometric_recency, linear_ramp, ramp_slope
@@ -133,6 +136,10 @@ def crossfit_library_reference(data, cf, lambdas=None) -> tuple[float, float, fl
 
     lam_all = data.lambdas if lambdas is None else np.asarray(lambdas, dtype=np.float64)
     n = data.influence.shape[1]
+    # layers with a sliding window shorter than n: the library's banded kernels (models.bands)
+    windows = getattr(data, "windows", None)
+    banded = windows if windows is not None and any(
+        w is not None and w < n for w in windows) else None  # fmt: skip
     j = np.arange(n)
 
     def side(h):
@@ -142,11 +149,13 @@ def crossfit_library_reference(data, cf, lambdas=None) -> tuple[float, float, fl
         L, g = lam.size, data.influence[rows].mean(0)
         full = np.ones(L)
         ks = measured_kernels(A)
+        uni = uniform_kernel(n) if banded is None else uniform_kernels(n, banded)
         base = {"a": (ks, full), "b": (ks, lam), "e": (sink_aware_kernels(A), lam),
-                "uniform": (uniform_kernel(n), lam), "shuffled": (ks, lam[cf.perm])}  # fmt: skip
+                "uniform": (uni, lam), "shuffled": (ks, lam[cf.perm])}  # fmt: skip
         if "c" in cf.keys:
             c = data.content[rows].mean(0)
-            kc = [alibi_kernel(n, data.slopes, c[t]) for t in range(L)]
+            kc = ([alibi_kernel(n, data.slopes, c[t]) for t in range(L)] if banded is None
+                  else content_kernels(n, data.slopes, c, banded))  # fmt: skip
             base["c"], base["a_c"] = (kc, lam), (kc, full)
         if "d" in cf.keys:
             base["d"] = (value_norm_kernels(data.values[rows].mean(0)), lam)
