@@ -5,6 +5,7 @@ import math
 
 import pytest
 from test_claims_at20_judge import write_store
+from test_claims_at20_tasks import write_store as write_task_store
 
 from posflow.proofs_checks.claims import at20_judge as J
 from posflow.proofs_checks.claims import at20_trained as AT
@@ -17,6 +18,8 @@ def test_at20_on_a_hand_made_store(tmp_path, monkeypatch):
     assert ev.status == INCONCLUSIVE and "posflow extrapolate" in ev.summary
     write_store(tmp_path / "s")
     monkeypatch.setattr(AT, "COMMITTED_STORE", tmp_path / "s")
+    write_task_store(tmp_path / "t")  # the synthetic-task line too (undecided without a store)
+    monkeypatch.setattr(AT, "TASK_STORE", tmp_path / "t")
     ev = AT.at20(Context())
     assert ev.status == HOLDS, ev.summary
     for key in ("nested_prefix_control", "pairing_control", "ratio_table_vs_raw_nats",

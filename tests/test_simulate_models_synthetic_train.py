@@ -41,15 +41,31 @@ def test_rope_keeps_its_own_base_and_rotations_take_the_mixing_base():
     assert cfg.base == mixing_base(32, 64) and cfg.rope_base == 1e4  # d_head 64/2 = 32
     assert ST.scheme_options("rope", cfg, 3, 5) == {"base": 1e4}
     assert ST.scheme_options("random_qkv", cfg, 3, 5) == {"base": cfg.base, "seed": 3}
-    assert ST.scheme_options("random_qk_alibi", cfg, 3, 5) == {"base": cfg.base, "seed": 3}
+    assert ST.scheme_options("random_qk_alibi", cfg, 3, 5) == {"base": cfg.base, "seed": 3,
+                                                               "slopes": [0.5, 0.25]}
     assert ST.scheme_options("learned_qk", cfg, 3, 5) == {"base": cfg.base, "vocab_size": 5}
     assert ST.scheme_options("path", cfg, 3, 5) == {"d_model": 64}
-    assert ST.scheme_options("alibi", cfg, 3, 5) == ST.scheme_options("nope", cfg, 3, 5) == {}
+    assert ST.scheme_options("alibi", cfg, 3, 5) == {"slopes": [0.5, 0.25]}
+    assert ST.scheme_options("nope", cfg, 3, 5) == {}
     m = ST.build_model("rope", cfg, 0, 5)
     assert m.blocks[0].attn.scheme.base == 1e4
     m = ST.build_model("learned_qkv", cfg, 0, 5)
     f = m.blocks[0].attn.scheme.freq
     assert float(f[1]) == pytest.approx(cfg.base ** (-2 / 32), rel=1e-12)  # f_b = base^{-2b/d}
+
+
+def test_alibi_slopes_default_to_the_steep_ones_and_reach_the_model_and_the_store():
+    cfg = ST.SyntheticRunConfig()
+    # 2^{-(h+1)}: the steepest two of the textbook 8-head slopes 2^{-8(h+1)/8}
+    assert cfg.alibi_slopes == ST.steep_slopes(2) == (0.5, 0.25)
+    assert ST.steep_slopes(8) == tuple(2.0 ** (-8 * (h + 1) / 8) for h in range(8))
+    assert cfg.identity()["alibi_slopes"] == [0.5, 0.25]
+    assert ST.SyntheticRunConfig(alibi_slopes=(1 / 16, 1 / 256)).key() != cfg.key()
+    for scheme in ("alibi", "random_qk_alibi"):
+        m = ST.build_model(scheme, cfg, 0, 5)
+        assert m.blocks[1].attn.scheme.slopes().tolist() == [0.5, 0.25]  # exact in float32
+    m = ST.build_model("alibi", ST.SyntheticRunConfig(alibi_slopes=[1 / 16, 1 / 256]), 0, 5)
+    assert m.blocks[0].attn.scheme.slopes().tolist() == [1 / 16, 1 / 256]
 
 
 def test_eval_batches_are_fixed_and_shared():
@@ -141,7 +157,11 @@ def test_bad_input_names_the_argument(tmp_path):
                      ({"tasks": ({"name": "copying"},)}, "spec"),
                      ({"probes": {"flipflop-p0.8": (AssociativeRecall(),)}}, "probes"),
                      ({"tasks": (FlipFlop(), FlipFlop())}, "tasks"),
-                     ({"rope_base": 1.0}, "rope_base"), ({"base": None}, "base")]:  # fmt: skip
+                     ({"rope_base": 1.0}, "rope_base"), ({"base": None}, "base"),
+                     ({"alibi_slopes": (0.5,)}, "alibi_slopes"),
+                     ({"alibi_slopes": (0.5, float("inf"))}, "alibi_slopes"),
+                     ({"alibi_slopes": (0.5, 0.0)}, "alibi_slopes"),
+                     ({"alibi_slopes": "steep"}, "alibi_slopes")]:  # fmt: skip
         with pytest.raises(ValueError, match=name):
             tiny(**kw)
     cfg = tiny()
@@ -162,3 +182,19 @@ def test_bad_input_names_the_argument(tmp_path):
         ST.evaluate_errors(model, AssociativeRecall(), AssociativeRecall().sample(1, 8, 0))
     with pytest.raises(ValueError, match=r"meta\.json"):
         ST.load_store(tmp_path / "nothing")
+
+
+def test_the_module_command_trains_a_store_in_parts(tmp_path, capsys):
+    cfg = tiny(steps=1, tasks=(AssociativeRecall(2, 2),), probes={})
+    store = str(tmp_path / "s")
+    args = ["--store", store, "--seeds", "0", "1", "--schemes", "alibi", "rope"]
+    assert ST.main([*args, "--part", "1/2"], cfg=cfg) == 0
+    assert sorted(ST.load_store(store)["runs"]) == [("recall-k2-v2", "rope", 0),
+                                                    ("recall-k2-v2", "rope", 1)]  # fmt: skip
+    assert ST.main(args, cfg=cfg) == 0  # resumes: trains the missing alibi runs only
+    assert len(ST.load_store(store)["runs"]) == 4
+    assert "already in the store" in capsys.readouterr().err
+    for bad in (["--part", "2/2"], ["--part", "1"], ["--schemes", "sinusoid"]):
+        assert ST.main([*args, *bad], cfg=cfg) == 2
+        assert capsys.readouterr().err.startswith("error: ")
+    assert ST.main(["--store", store, "--threads", "0"]) == 2  # the default config refuses it

@@ -70,5 +70,6 @@ MODULES = (
     "at19_stylized_figures",
     "at20_judge",
     "at20_figures",
+    "at20_tasks",
     "at20_trained",
 )

@@ -78,6 +78,7 @@ from posflow.proofs_checks.claims.at20_judge import (
     sub_claim_measurement,
     sub_claim_table,
 )
+from posflow.proofs_checks.claims.at20_tasks import TASK_STORE, task_evidence
 from posflow.proofs_checks.kit import (
     Context,
     Evidence,
@@ -197,10 +198,16 @@ _CITES = (
 def at20(ctx: Context) -> Evidence:
     """Claim AT20: [B]'s orderings judged by paired t intervals across seeds.
 
-    Reads :data:`COMMITTED_STORE` (read-only package data) and returns
-    :func:`store_evidence` of it.
+    First line: the synthetic tasks of ``TASK_STORE``
+    (:func:`~posflow.proofs_checks.claims.at20_tasks.task_evidence`; undecided until trained);
+    second line: :func:`store_evidence` of the LM proxy :data:`COMMITTED_STORE` (read-only
+    package data).
     """
-    return store_evidence(COMMITTED_STORE)
+    ms, tables, figures = task_evidence(TASK_STORE)
+    ev = store_evidence(COMMITTED_STORE)
+    return Evidence([*ms, *ev.measurements], figures=[*figures, *ev.figures],
+                    tables=[*tables, *ev.tables], setup=f"synthetic tasks: store {TASK_STORE}; "
+                    f"LM proxy: {ev.setup}")  # fmt: skip
 
 
 def _store_checks(store, st: SeedStore, summ: dict) -> list:
