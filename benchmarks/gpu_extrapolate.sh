@@ -15,6 +15,15 @@
 # intervals and the unigram ceiling, then AT20's sub-claim verdicts) and extrapolation.png.
 # TINY=1 trains 3 schemes x 2 seeds of a 1-layer model for 3 steps (the judge then says
 # INCONCLUSIVE: missing schemes and seeds); it checks the pipeline, not the claim.
+# Then the device's limits, as benchmarks/limits.py gives them on one CPU core but measured on
+# this device in one process (benchmarks/gpu_sweep.py --train-step): a STREAM triad
+# a = b + s*c (GB/s, 24 bytes per float64 element) and float64 / float32 matmuls (GFLOP/s,
+# 2 n^3 flops), best of 5 with CUDA events; and one optimiser step of the model above (RoPE,
+# random token ids), its rate and its % of the float32 matmul. Flop model (train_flops in
+# gpu_sweep.py): 3 forwards of 24 L D^2 + 4 L n D + 2 D V flops per token (projections and
+# MLP; scores and value mix over the full n x n matrix; the tied head). Written to
+# OUT_DIR/gpu_limits.md and .json. With no CUDA device the script stops at the first step
+# with posflow's message (status 2), before anything is measured.
 # PYTHON names the interpreter (default python) of an environment with posflow and a CUDA torch.
 set -euo pipefail
 OUT="${1:-${OUT:-benchmarks/results/extrapolation_gpu}}"
@@ -25,12 +34,15 @@ if [ "${TINY:-0}" = "1" ]; then
         --n-layer 1 --n-head 2 --d-head 8 --base 100 --vocab-size 300 --code-bytes 0
         --english-chars 20000 --eval-windows 2 --angle-draws 2 --seeds 0 1
         --schemes rope random_qk random_qk_alibi)
+  # layers, heads, d_head, vocabulary, train_len, batch (as above), for the limits
+  limits=(--device cpu --tiny --train-step 1 2 8 300 8 2)
 else
   read -r -a seeds <<< "${SEEDS:-0 1 2}"
   args=(--device cuda --train-len 512 --max-factor 128 --steps "${STEPS:-2000}"
         --batch-size "${BATCH:-32}" --lr 6e-4 --warmup 200 --n-layer 16 --n-head 8 --d-head 96
         --base 10000 --vocab-size 8192 --code-bytes 30000000 --eval-windows "${EVAL_WINDOWS:-4}"
         --angle-draws 3 --chunk 2048 --checkpoint-every 250 --seeds "${seeds[@]}")
+  limits=(--device cuda --train-step 16 8 96 8192 512 "${BATCH:-32}")
 fi
 mkdir -p "$OUT"
 start=$(date +%s)
@@ -40,3 +52,4 @@ start=$(date +%s)
   --plot "$OUT/extrapolation.png" > "$OUT/report.txt"
 cat "$OUT/report.txt"
 echo "gpu_extrapolate: $(( $(date +%s) - start )) s; table in $OUT/table.json"
+"$PY" benchmarks/gpu_sweep.py "$OUT" "${limits[@]}"

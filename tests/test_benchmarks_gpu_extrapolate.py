@@ -1,6 +1,8 @@
 """benchmarks/gpu_extrapolate.sh in its tiny CPU mode: trains 3 schemes x 2 seeds, prints the
-table with intervals, and AT20's judge gives a verdict for every sub-claim."""
+table with intervals, AT20's judge gives a verdict for every sub-claim, and the device's limits
+(triad, matmuls) come with the training step's rate as a % of the float32 matmul."""
 
+import json
 import os
 import subprocess
 import sys
@@ -24,3 +26,11 @@ def test_tiny_mode_runs_the_judge(tmp_path):
     report = (out / "report.txt").read_text()
     assert "unigram perplexity" in report and "rotations_alibi_flat" in report
     assert "AT20 on" in report and "INCONCLUSIVE" in report  # 2 seeds, 3 schemes
+    assert "references: triad" in res.stdout and "float32" in res.stdout
+    assert "| train_step | LM training step, L = 1, d_model 16, 2 × 8 tokens |" in res.stdout
+    limits = json.loads((out / "gpu_limits.json").read_text())
+    refs = limits["references"]
+    assert refs["triad"] > 0 and refs["matmul_f32"] > 0
+    (row,) = limits["limits"]
+    assert row["ref_name"] == "matmul_f32" and row["reference"] == refs["matmul_f32"]
+    assert (out / "gpu_limits.md").read_text().count("| train_step |") == 1
