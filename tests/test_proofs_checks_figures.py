@@ -1,7 +1,12 @@
 """The renderer of figure specs: every panel drawn, legends inside or shared without covering
-a curve, any format matplotlib writes, ax= and a returned Figure as in pandas/seaborn."""
+a curve, any format matplotlib writes, ax= and a returned Figure as in pandas/seaborn, and named
+x ticks (validated, drawn as the only ticks, slanted when crowded, kept through JSON)."""
+
+import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from posflow.proofs_checks.kit import _evidence as E
 from posflow.proofs_checks.kit import _figures as F
@@ -92,3 +97,70 @@ def test_profile_helpers_draw_into_a_given_axes_and_leave_the_backend_alone(tmp_
 def test_a_bad_legend_mode_is_rejected():
     with pytest.raises(ValueError, match="legend must be 'inside' or 'shared'"):
         E.Panel("x", legend="outside")
+
+
+def _named(ticks, **kw):
+    series = [E.Series("", [p], [0.1 * i], "errorbar", yerr=[[0.01], [0.02]])
+              for i, (p, _) in enumerate(ticks)]  # fmt: skip
+    return E.Panel("W1 differences", "rival", "W1 difference", series, xticks=ticks, **kw)
+
+
+def test_named_xticks_are_the_axes_only_ticks_and_keep_their_labels(captured):
+    ticks = [(0, "(a)"), (1, "geometric"), (2, "linear"), (3, "uniform"), (4, "shuffled")]
+    log = [(1, "one"), (10, "ten"), (100, "hundred")]
+    F.render(E.Figure("f", "t", [_named(ticks), _named(log, logx=True)]), "unused.png")
+    (mpl,) = captured
+    lin, logax = mpl.axes
+    assert list(lin.get_xticks()) == [0, 1, 2, 3, 4]
+    assert [t.get_text() for t in lin.get_xticklabels()] == [lab for _, lab in ticks]
+    assert {t.get_rotation() for t in lin.get_xticklabels()} == {0.0}  # five short names fit
+    assert not F._crowded(lin)
+    assert logax.get_xscale() == "log" and list(logax.get_xticks()) == [1, 10, 100]
+    assert [t.get_text() for t in logax.get_xticklabels()] == ["one", "ten", "hundred"]
+    assert list(logax.get_xticks(minor=True)) == []  # no unnamed minor ticks on the log axis
+    assert lin.get_xlabel() == "rival"
+
+
+def test_crowded_tick_labels_are_slanted_so_they_do_not_overlap(captured):
+    ticks = [(i, f"a long predictor name {i}") for i in range(8)]
+    F.render(E.Figure("f", "t", [_named(ticks)]), "unused.png")
+    (mpl,) = captured
+    (ax,) = mpl.axes
+    labels = ax.get_xticklabels()
+    assert [t.get_text() for t in labels] == [lab for _, lab in ticks]
+    assert {(t.get_rotation(), t.get_horizontalalignment()) for t in labels} == {(30.0, "right")}
+    # labels slanted by 30° and anchored at their ticks lie on parallel lines spaced
+    # (tick spacing)·sin 30° apart: that is more than one line of text, so none collide
+    spacing = ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]
+    line = labels[0].get_fontsize() * mpl.dpi / 72
+    assert spacing * 0.5 > line
+
+
+def test_xticks_survive_the_json_round_trip_and_old_specs_have_none():
+    fig = E.Figure("f", "t", [_named([(0, "(a)"), (1.5, "geometric")]), _panel("x", ["a"])])
+    d = json.loads(json.dumps(fig.as_json(), allow_nan=False))
+    assert d["panels"][0]["xticks"] == [[0.0, "(a)"], [1.5, "geometric"]]
+    back = E.Figure.from_json(d)
+    assert back.panels[0].xticks == [(0.0, "(a)"), (1.5, "geometric")]
+    assert back == fig and back.panels[1].xticks is None
+    del d["panels"][0]["xticks"]  # a spec written before panels had xticks
+    assert E.Figure.from_json(d).panels[0].xticks is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(-1e6, 1e6, allow_nan=False), st.text(max_size=12)),
+                max_size=8, unique_by=lambda t: t[0]))  # fmt: skip
+def test_any_finite_distinct_named_positions_round_trip(ticks):
+    fig = E.Figure("f", "t", [E.Panel("p", xticks=ticks)])
+    back = E.Figure.from_json(json.loads(json.dumps(fig.as_json(), allow_nan=False)))
+    assert back.panels[0].xticks == [(float(p), lab) for p, lab in ticks]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["(a) geometric", 3, [(0, "a", "b")], [0, 1], [("0", "a")], [(True, "a")],
+     [(float("nan"), "a")], [(float("inf"), "a")], [(0, 1)], [(0, "a"), (0.0, "b")]],
+)  # fmt: skip
+def test_bad_xticks_are_rejected_naming_xticks(bad):
+    with pytest.raises(ValueError, match="xticks"):
+        E.Panel("x", xticks=bad)

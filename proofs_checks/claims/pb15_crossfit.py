@@ -88,12 +88,13 @@ def off_axis(profiles: dict, floor: float) -> str:
 
 
 def rival_panel(title, rivals, d, colours) -> Panel:
-    """W1(x) − W1(rival) with its interval, one point per rival in the rival's colour, the rivals
-    named left to right on the axis label."""
+    """W1(x) − W1(rival) with its interval, one point per rival in the rival's colour, each
+    rival named under its point."""
     pts = [Series("", [i], [r[0]], "errorbar", yerr=[[r[0] - r[1]], [r[2] - r[0]]], color=c)
            for i, (r, c) in enumerate(zip(d, colours, strict=True))]  # fmt: skip
-    names = wrap("rival, left to right: " + ", ".join(SHORT.get(r, r) for r in rivals), 50)
-    return Panel(wrap(title, 48), names, "W1 difference", pts, hlines=[(0.0, "")])
+    ticks = [(i, SHORT.get(r, r)) for i, r in enumerate(rivals)]
+    return Panel(wrap(title, 48), "rival", "W1 difference", pts, hlines=[(0.0, "")],
+                 xticks=ticks)  # fmt: skip
 
 
 # -- the evidence of one model ----------------------------------------------------------------

@@ -10,6 +10,7 @@ writes (``.png``, ``.pdf``, ``.svg``, …, chosen by the suffix) and return the 
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +142,9 @@ def _draw_panel(ax, panel) -> None:
         ax.set_yscale("log")
     if panel.ylim is not None:
         ax.set_ylim(*panel.ylim)
+    if panel.xticks is not None:  # after the scale, which resets the tick locators
+        ax.set_xticks([p for p, _ in panel.xticks], [label for _, label in panel.xticks])
+        ax.set_xticks([], minor=True)  # the named ticks are the only ones (log axes too)
     ax.set_xlabel(panel.xlabel)
     ax.set_ylabel(panel.ylabel)
     if panel.title:
@@ -148,6 +152,28 @@ def _draw_panel(ax, panel) -> None:
     if ax.get_legend_handles_labels()[0] and panel.legend == "inside":
         ax.legend(frameon=False, fontsize=8)
     ax.grid(alpha=0.3)
+
+
+def _crowded(ax) -> bool:
+    """Whether two neighbouring x tick labels of ``ax`` overlap (or nearly touch) as drawn."""
+    labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text()]
+    boxes = sorted((t.get_window_extent() for t in labels), key=lambda b: b.x0)
+    pad = 0.3 * ax.figure.dpi * 8 / 72  # a third of an 8-point character, in display units
+    return any(a.x1 + pad > b.x0 for a, b in itertools.pairwise(boxes))
+
+
+def _slant_crowded_ticks(fig, axes, panels) -> bool:
+    """Slant (30°, anchored at the tick) the named x tick labels of panels with ``xticks``
+    whose labels overlap as laid out now; returns whether any were slanted."""
+    slanted = False
+    for ax, panel in zip(axes, panels, strict=False):
+        if panel.xticks and _crowded(ax):
+            for t in ax.get_xticklabels():
+                t.set_rotation(30)
+                t.set_horizontalalignment("right")
+                t.set_rotation_mode("anchor")
+            slanted = True
+    return slanted
 
 
 def render(figure, path=None):
@@ -179,4 +205,6 @@ def render(figure, path=None):
             fig.legend(*shared, frameon=False, fontsize=8, loc="lower center", ncol=ncol)
             rect = (0, min(0.3, 0.045 * -(-len(shared[0]) // ncol) + 0.02), 1, 1)
     fig.tight_layout(rect=rect)
+    if _slant_crowded_ticks(fig, axes.flat, figure.panels):
+        fig.tight_layout(rect=rect)
     return fig if path is None else save(fig, path)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,6 +110,29 @@ class Series:
             raise ValueError(f"series {self.label!r}: x has {len(self.x)} points, y {len(self.y)}")
 
 
+def _ticks(ticks) -> list[tuple[float, str]]:
+    """``ticks`` as a list of (position, label) pairs: finite, distinct positions (numbers, not
+    bools) and string labels; ValueError naming ``xticks`` otherwise."""
+    if isinstance(ticks, str | bytes) or not isinstance(ticks, list | tuple):
+        raise ValueError(f"xticks must be a list of (position, label) pairs; got "
+                         f"{type(ticks).__name__}")  # fmt: skip
+    out = []
+    for t in ticks:
+        if isinstance(t, str | bytes) or not isinstance(t, list | tuple) or len(t) != 2:
+            raise ValueError(f"xticks must be (position, label) pairs; got {t!r}")
+        pos, label = t
+        if (isinstance(pos, bool | np.bool_) or not isinstance(pos, numbers.Real)
+                or not math.isfinite(pos)):  # fmt: skip
+            raise ValueError(f"xticks positions must be finite numbers; got {pos!r}")
+        if not isinstance(label, str):
+            raise ValueError(f"xticks labels must be strings; got {label!r} at {pos!r}")
+        out.append((float(pos), label))
+    positions = [p for p, _ in out]
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"xticks positions must be distinct; got {positions}")
+    return out
+
+
 @dataclass
 class Panel:
     """One axes: series, reference lines (``hlines``/``vlines`` as (value, label)), log axes,
@@ -116,7 +140,11 @@ class Panel:
 
     ``legend``: ``"inside"`` (the axes' own legend) or ``"shared"`` (panels with many series:
     the renderer draws the legend of the first shared panel once, in a spare grid slot or below
-    the figure, so it covers no curve)."""
+    the figure, so it covers no curve).
+
+    ``xticks``: optional (position, label) pairs, the only ticks of the x axis, each named by
+    its label (e.g. one point per predictor at x = 0, 1, …, named on the axis); the renderer
+    slants the labels when they would overlap. Positions finite and distinct, labels strings."""
 
     title: str = ""
     xlabel: str = ""
@@ -130,10 +158,13 @@ class Panel:
     image: list | None = None
     image_label: str = ""
     legend: str = "inside"
+    xticks: list | None = None
 
     def __post_init__(self):
         if self.legend not in ("inside", "shared"):
             raise ValueError(f"legend must be 'inside' or 'shared'; got {self.legend!r}")
+        if self.xticks is not None:
+            self.xticks = _ticks(self.xticks)
 
 
 @dataclass
