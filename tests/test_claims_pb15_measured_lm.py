@@ -140,6 +140,7 @@ def test_the_mlp_variant_is_reported_only_when_measured():
 
 def test_subjects_are_the_toy_model_and_smollm2_when_installed(monkeypatch):
     monkeypatch.setattr(P, "_smollm2_installed", lambda: True)
+    monkeypatch.setattr(P, "installed", lambda key: False)  # Gemma 3 270M: see the next test
     for size, (n, N) in (("quick", P.SMOLLM2_QUICK), ("full", P.SMOLLM2_FULL)):
         subs = P.subjects(Context(size=size))
         assert [s.tag for s in subs] == ["toy", "smollm2"]
@@ -147,6 +148,15 @@ def test_subjects_are_the_toy_model_and_smollm2_when_installed(monkeypatch):
     assert P.SMOLLM2_FULL[1] >= 64  # the N ≥ 64 sequences
     monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
     assert [s.tag for s in P.subjects(Context(size="full"))] == ["toy"]
+
+
+def test_gemma3_is_measured_at_full_size_only_when_installed(monkeypatch):
+    monkeypatch.setattr(P, "_smollm2_installed", lambda: True)
+    monkeypatch.setattr(P, "installed", lambda key: key == "gemma3-270m")
+    assert [s.tag for s in P.subjects(Context(size="quick"))] == ["toy", "smollm2"]
+    subs = P.subjects(Context(size="full"))
+    assert [s.tag for s in subs] == ["toy", "smollm2", "gemma3"]
+    assert subs[2].load.func is P.gemma3_windows and subs[2].load.args == (*P.GEMMA3_FULL, 0)
 
 
 # -- PB15 end to end ---------------------------------------------------------------------------

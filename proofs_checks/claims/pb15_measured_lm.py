@@ -65,7 +65,13 @@ from posflow.proofs_checks.kit import (
     store_reference,
 )
 from posflow.simulate.models.profiles_bootstrap import bootstrap, measure_per_sequence
-from posflow.simulate.models.subjects import Subject, installed, smollm2_windows, toy_windows
+from posflow.simulate.models.subjects import (
+    Subject,
+    gemma3_windows,
+    installed,
+    smollm2_windows,
+    toy_windows,
+)
 
 __all__ = ["pb15"]
 
@@ -88,12 +94,14 @@ def _smollm2_installed() -> bool:
 # Longer windows (n = 128 … 1024) are the stored grouped study (docs/smollm2_study.py).
 SMOLLM2_QUICK = (64, 16)
 SMOLLM2_FULL = (128, 64)
+GEMMA3_FULL = (128, 32)  # Gemma 3 270M at --full only (<bos> first: its tokenizer's convention)
 
 
 def subjects(ctx: Context) -> list[Subject]:
     """The models PB15 judges: the trained toy LM (quick: the 'quick' preset at n = 64, N = 48;
-    full: the default preset at n = 128, N = 128) and SmolLM2-135M when installed (quick:
-    n = 64, N = 16; full: n = 128, N = 64)."""
+    full: the default preset at n = 128, N = 128), SmolLM2-135M when installed (quick:
+    n = 64, N = 16; full: n = 128, N = 64) and, at full size, Gemma 3 270M when installed
+    (n = 128, N = 32, each window with <bos> first)."""
     if ctx.full:
         out = [Subject("toy", "toy LM", functools.partial(_toy, "default", 128, ctx.seed), 2000)]
     else:
@@ -102,6 +110,10 @@ def subjects(ctx: Context) -> list[Subject]:
         n, N = SMOLLM2_FULL if ctx.full else SMOLLM2_QUICK
         B = 2000 if ctx.full else 1000
         out.append(Subject("smollm2", "SmolLM2", functools.partial(_smollm2, n, N, ctx.seed), B))
+    if ctx.full and installed("gemma3-270m"):
+        n, N = GEMMA3_FULL
+        out.append(Subject("gemma3", "Gemma 3", functools.partial(gemma3_windows, n, N, ctx.seed),
+                           2000))  # fmt: skip
     return out
 
 
