@@ -30,6 +30,7 @@ WANTED = {
     "gemma3.png": ("PB15", "pb15_gemma3_study", "quick"),
     "layerwise.png": ("PB19", "pb19_smollm2_layerwise", "quick"),
     "layerwise_gemma3.png": ("PB19", "pb19_gemma3_layerwise", "full"),
+    "crossfit_gemma3.png": ("PB15", "pb15_gemma3_crossfit", "full"),
     "retrieval_smollm2.png": ("PB17", "PB17_lost_in_the_middle", "full"),
     "retrieval_gemma3.png": ("PB17", "PB17_lost_in_the_middle_gemma3", "full"),
 }
