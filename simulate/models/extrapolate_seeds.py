@@ -276,7 +276,21 @@ def build_model(scheme: str, cfg: SeedRunConfig, seed: int, vocab_size: int) -> 
     return LM(mc, seed=int(seed))
 
 
-def _lr(cfg: SeedRunConfig, step: int) -> float:
+def adamw(model, lr: float) -> torch.optim.AdamW:
+    """AdamW (β = 0.9, 0.95) with weight decay 0.1 on the matrices and none on the rest — the
+    optimiser of every multi-seed run (AT20's LM proxy and its synthetic tasks)."""
+    decay = [p for p in model.parameters() if p.dim() == 2]
+    rest = [p for p in model.parameters() if p.dim() != 2]
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
+    )
+
+
+def cosine_lr(cfg, step: int) -> float:
+    """Linear warm-up over ``cfg.warmup`` steps, then cosine decay to ``cfg.lr / 10`` at
+    ``cfg.steps`` (any config with ``lr``, ``warmup`` and ``steps``)."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
@@ -342,13 +356,7 @@ def train_run(
     dev = torch.device(cfg.device)
     model = build_model(scheme, cfg, seed, vocab_size).to(dev)
     model.train()
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    rest = [p for p in model.parameters() if p.dim() != 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-        lr=cfg.lr,
-        betas=(0.9, 0.95),
-    )
+    opt = adamw(model, cfg.lr)
     rng = np.random.default_rng(int(seed))
     step, losses, cpu_before, resumed = 0, [], 0.0, 0
     ckpt = None if checkpoint is None else Path(checkpoint)
@@ -368,7 +376,7 @@ def train_run(
         if stop_after is not None and done_here >= stop_after:
             return None, {"steps": step, "losses": losses}
         for g in opt.param_groups:
-            g["lr"] = _lr(cfg, step)
+            g["lr"] = cosine_lr(cfg, step)
         x, y = training_batch(train_tokens, cfg.batch_size, cfg.train_len, rng)
         loss = model.loss(torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev))
         if not torch.isfinite(loss):

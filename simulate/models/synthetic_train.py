@@ -61,7 +61,7 @@ from torch.nn import functional as F
 from posflow.simulate.models import schemes_alibi as _schemes_alibi  # noqa: F401  (registers)
 from posflow.simulate.models._store import check_meta, write_json
 from posflow.simulate.models.extrapolate import chunked_logits
-from posflow.simulate.models.extrapolate_seeds import mixing_base
+from posflow.simulate.models.extrapolate_seeds import adamw, cosine_lr, mixing_base
 from posflow.simulate.models.lm import LM, SCHEMES, LMConfig
 from posflow.simulate.models.synthetic import (
     IGNORE,
@@ -379,13 +379,6 @@ def evaluate_errors(model: LM, task, batch: TaskBatch, *, chunk: int = 256,
     return errors, count
 
 
-def _lr(cfg: SyntheticRunConfig, step: int) -> float:
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(1.0, frac))))
-
-
 def _loss(logits, batch: TaskBatch, mode: str):
     V = logits.shape[-1]
     if mode == "targets":
@@ -428,13 +421,7 @@ def train_run(task, scheme: str, seed: int, cfg: SyntheticRunConfig, *, log=None
         raise ValueError(f"seed must be a nonnegative integer; got {seed!r}")
     model = build_model(scheme, cfg, seed, task.vocab_size)
     model.train()
-    decay = [p for p in model.parameters() if p.dim() == 2]
-    rest = [p for p in model.parameters() if p.dim() != 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-        lr=cfg.lr,
-        betas=(0.9, 0.95),
-    )
+    opt = adamw(model, cfg.lr)
     rng = np.random.default_rng(int(seed))
     losses: list[float] = []
     name = label or f"{task.label} {scheme} s{seed}"
@@ -442,7 +429,7 @@ def train_run(task, scheme: str, seed: int, cfg: SyntheticRunConfig, *, log=None
     last_line = t0
     for step in range(cfg.steps):
         for g in opt.param_groups:
-            g["lr"] = _lr(cfg, step)
+            g["lr"] = cosine_lr(cfg, step)
         batch = task.sample(cfg.batch_size, cfg.train_len, rng)
         loss = _loss(model(torch.from_numpy(batch.tokens)), batch, cfg.loss)
         if not torch.isfinite(loss):
