@@ -211,7 +211,8 @@ def pb17(ctx: Context) -> Evidence:
         return missing
     ms, figures, rows = [], [], ([], [], [])
     setups = []
-    for key in models(ctx):
+    measured = models(ctx)
+    for key in measured:
         name, prefix, _ = R.MODELS[key]
         store, readable = R.load_study(key)
         if store is None:  # a missing second study fails, naming its path
@@ -228,7 +229,7 @@ def pb17(ctx: Context) -> Evidence:
             acc += [[name, *row] for row in add]
         setups.append(f"{name}: {setup}")
     gemma = "gemma3-270m"  # measured at --full size only: absent there when not installed
-    absent = (gemma,) if ctx.full and gemma not in models(ctx) else ()
+    absent = (gemma,) if ctx.full and gemma not in measured else ()
     if absent:
         setups.append(f"{R.MODELS[gemma][0]} is not installed (posflow models install {gemma}).")
     return Evidence(ms, figures=figures, tables=F.tables_pb17(*rows), setup=" ".join(setups),
