@@ -40,6 +40,8 @@ setup(
             "data/*.txt",
             "data/extrapolation_v2/*.json",
             "data/smollm2/*.json",
+            "data/smollm2/context_x*/*.json",
+            "data/synthetic_v1/*.json",
             "data/gemma3/*.json",
         ],
         "posflow.proofs_checks.kit": ["expected.toml", "templates/*.j2"],

@@ -74,9 +74,11 @@ def test_the_wheel_holds_every_subpackage_and_the_package_data():
             "posflow/simulate/data/extrapolation_v2/meta.json",
             "posflow/simulate/data/smollm2/study.json"}  # fmt: skip
     assert data <= names
-    for folder in ("extrapolation_v2", "smollm2"):
-        committed = {p.name for p in (REPO / "simulate/data" / folder).glob("*.json")}
-        assert {n.rsplit("/", 1)[1] for n in names if f"/data/{folder}/" in n} == committed
+    for folder in ("extrapolation_v2", "smollm2", "gemma3", "synthetic_v1"):
+        root = REPO / "simulate/data" / folder
+        committed = {p.relative_to(root).as_posix() for p in root.rglob("*.json")}
+        assert {n.split(f"/data/{folder}/", 1)[1] for n in names if f"/data/{folder}/" in n} == (
+            committed), folder
 
 
 def test_verify_quick_runs_every_claim_without_error():

@@ -24,6 +24,8 @@
 # MLP; scores and value mix over the full n x n matrix; the tied head). Written to
 # OUT_DIR/gpu_limits.md and .json. With no CUDA device the script stops at the first step
 # with posflow's message (status 2), before anything is measured.
+# Then AT20's synthetic tasks at the same scale (synthetic/, synthetic.txt: each sub-claim's
+# comparisons and verdict).
 # PYTHON names the interpreter (default python) of an environment with posflow and a CUDA torch.
 set -euo pipefail
 OUT="${1:-${OUT:-benchmarks/results/extrapolation_gpu}}"
@@ -36,6 +38,8 @@ if [ "${TINY:-0}" = "1" ]; then
         --schemes rope random_qk random_qk_alibi)
   # layers, heads, d_head, vocabulary, train_len, batch (as above), for the limits
   limits=(--device cpu --tiny --train-step 1 2 8 300 8 2)
+  synth=(--device cpu --train-len 16 --steps 3 --batch-size 2 --n-layer 1 --n-head 2
+         --d-model 32 --seeds 0 --schemes rope alibi)
 else
   read -r -a seeds <<< "${SEEDS:-0 1 2}"
   args=(--device cuda --train-len 512 --max-factor 128 --steps "${STEPS:-2000}"
@@ -43,6 +47,9 @@ else
         --base 10000 --vocab-size 8192 --code-bytes 30000000 --eval-windows "${EVAL_WINDOWS:-4}"
         --angle-draws 3 --chunk 2048 --checkpoint-every 250 --seeds "${seeds[@]}")
   limits=(--device cuda --train-step 16 8 96 8192 512 "${BATCH:-32}")
+  read -r -a synth_seeds <<< "${SYNTH_SEEDS:-0 1 2 3 4}"
+  synth=(--device cuda --train-len 512 --steps "${SYNTH_STEPS:-3000}" --batch-size "${BATCH:-32}"
+         --lr 6e-4 --warmup 200 --n-layer 16 --n-head 8 --d-model 768 --seeds "${synth_seeds[@]}")
 fi
 mkdir -p "$OUT"
 start=$(date +%s)
@@ -52,4 +59,9 @@ start=$(date +%s)
   --plot "$OUT/extrapolation.png" > "$OUT/report.txt"
 cat "$OUT/report.txt"
 echo "gpu_extrapolate: $(( $(date +%s) - start )) s; table in $OUT/table.json"
+# the synthetic tasks of AT20's first line (flip-flop, associative recall) at [B]'s scale:
+# context 512 tested to 16x, 16 layers x 8 heads x 768, every scheme (PaTH included), seeds
+# SYNTH_SEEDS (default 0-4), SYNTH_STEPS optimiser steps; judged by the same task judge
+"$PY" -m posflow.simulate.models.synthetic_train --store "$OUT/synthetic" "${synth[@]}"
+"$PY" -m posflow.proofs_checks.claims.at20_tasks "$OUT/synthetic" | tee "$OUT/synthetic.txt"
 "$PY" benchmarks/gpu_sweep.py "$OUT" "${limits[@]}"

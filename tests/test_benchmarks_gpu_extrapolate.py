@@ -34,3 +34,7 @@ def test_tiny_mode_runs_the_judge(tmp_path):
     (row,) = limits["limits"]
     assert row["ref_name"] == "matmul_f32" and row["reference"] == refs["matmul_f32"]
     assert (out / "gpu_limits.md").read_text().count("| train_step |") == 1
+    # AT20's synthetic tasks at the same (here tiny) scale, judged by the task judge
+    assert len(list((out / "synthetic").glob("*__s0.json"))) == 4  # 2 tasks × 2 schemes
+    text = (out / "synthetic.txt").read_text()
+    assert "rotations_below_rope: INCONCLUSIVE" in text and "missing schemes" in text

@@ -5,9 +5,11 @@ import math
 
 import pytest
 from test_claims_at20_judge import write_store
+from test_claims_at20_real import _write as write_context_store
 from test_claims_at20_tasks import write_store as write_task_store
 
 from posflow.proofs_checks.claims import at20_judge as J
+from posflow.proofs_checks.claims import at20_real as R
 from posflow.proofs_checks.claims import at20_trained as AT
 from posflow.proofs_checks.kit import HOLDS, INCONCLUSIVE, Context
 
@@ -20,6 +22,8 @@ def test_at20_on_a_hand_made_store(tmp_path, monkeypatch):
     monkeypatch.setattr(AT, "COMMITTED_STORE", tmp_path / "s")
     write_task_store(tmp_path / "t")  # the synthetic-task line too (undecided without a store)
     monkeypatch.setattr(AT, "TASK_STORE", tmp_path / "t")
+    write_context_store(tmp_path / "c", R.hand_made_context_store(1.0))  # and the anchor
+    monkeypatch.setattr(AT, "CONTEXT_STORES", (tmp_path / "c",))
     ev = AT.at20(Context())
     assert ev.status == HOLDS, ev.summary
     for key in ("nested_prefix_control", "pairing_control", "ratio_table_vs_raw_nats",
@@ -96,7 +100,9 @@ def test_decision_controls_reject_shifted_and_straddling_intervals():
 
 
 @pytest.mark.parametrize("name", ["t-interval-float32", "window-bootstrap-90pct",
-                                  "interval-judge-compares-itself", "seeds-unpaired"])
+                                  "interval-judge-compares-itself", "seeds-unpaired",
+                                  "context-excess-against-window-start",
+                                  "context-targets-unshifted", "context-blocks-shifted"])
 def test_new_mutants_are_killed(name):
     from posflow.proofs_checks import kit
 
@@ -104,3 +110,16 @@ def test_new_mutants_are_killed(name):
     with kit.mutated(m):
         ev = AT.at20(Context())
     assert ev.failed, name
+
+
+def test_second_line_reports_an_undecided_proxy_sub_claim_without_deciding():
+    from posflow.proofs_checks import kit
+
+    und = kit.undecided("sub_claim_alibi_flat", 0.1, "3 seeds", label="sub-claim alibi_flat")
+    got = AT.second_line(und)
+    assert got.key == "proxy_sub_claim_alibi_flat" and got.test == "info"
+    assert "second line, not deciding" in got.label and "3 seeds" in got.label
+    decided = kit.at_most("sub_claim_alibi_flat", 0.2, 0.1)  # a proxy FAILS still counts
+    assert AT.second_line(decided) is decided and not decided.passed
+    other = kit.undecided("nested_prefix_control", math.nan, "no torch")
+    assert AT.second_line(other) is other

@@ -198,3 +198,24 @@ def test_the_module_command_trains_a_store_in_parts(tmp_path, capsys):
         assert ST.main([*args, *bad], cfg=cfg) == 2
         assert capsys.readouterr().err.startswith("error: ")
     assert ST.main(["--store", store, "--threads", "0"]) == 2  # the default config refuses it
+
+
+def test_the_module_command_takes_sizes_tasks_and_device(tmp_path, capsys):
+    store = str(tmp_path / "s")
+    # sizes reach the configuration (a bad one is refused by it, naming the field)
+    assert ST.main(["--store", store, "--d-model", "30", "--n-head", "4"]) == 2
+    assert "d_model / n_head must be an even integer" in capsys.readouterr().err
+    assert ST.main(["--store", store, "--device", ""]) == 2
+    assert "device must be a torch device name" in capsys.readouterr().err
+    assert ST.main(["--store", store, "--tasks", "copy"]) == 2
+    assert "--tasks: unknown task 'copy'" in capsys.readouterr().err
+    # a subset of the tasks trains into the same store (tasks are not in its identity)
+    args = ["--store", store, "--seeds", "0", "--schemes", "alibi", "--train-len", "16",
+            "--steps", "1", "--batch-size", "2", "--n-layer", "1", "--d-model", "32"]
+    assert ST.main([*args, "--tasks", "recall-k2-v4"]) == 0
+    st = ST.load_store(store)
+    assert sorted(st["runs"]) == [("recall-k2-v4", "alibi", 0)]
+    assert st["meta"]["config"]["train_len"] == 16 and st["meta"]["config"]["d_model"] == 32
+    assert ST.SyntheticRunConfig().key() != ST.SyntheticRunConfig(train_len=16, n_layer=1,
+                                                                  d_model=32).key()  # fmt: skip
+    assert ST.SyntheticRunConfig(device="meta").key() == ST.SyntheticRunConfig().key()

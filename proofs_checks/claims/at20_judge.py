@@ -44,12 +44,14 @@ __all__ = [
     "QKV_SLACK",
     "REGIME_TOL",
     "ROPE_COLLAPSE",
+    "ROPE_SCHEMES",
     "ROTATION_SCHEMES",
     "ROT_ALIBI",
     "SUB_CLAIMS",
     "decision_controls",
     "interval_comparisons",
     "judge",
+    "rope_scheme",
     "sensitivity_table",
     "sub_claim_measurement",
     "sub_claim_table",
@@ -66,6 +68,9 @@ ALPHA = 0.05
 MIN_SEEDS = 3
 ROTATION_SCHEMES = ("random_qk", "random_qkv", "learned_qk", "learned_qkv")
 ROT_ALIBI = "random_qk_alibi"
+ROPE_SCHEMES = ("rope_own", "rope")
+"""The RoPE the judge compares with: the first of these in the store — RoPE at its own base 10⁴
+(``rope_own``, issue 25) where trained, else RoPE at the shared mixing base."""
 SUB_CLAIMS = (
     "alibi_flat",
     "random_qkv_le_qk",
@@ -86,9 +91,14 @@ _SENS = {
 
 
 # -- the judge: each sub-claim's comparisons, decided by the kit's rule -------------------------
+def rope_scheme(st: SeedStore) -> str:
+    """The RoPE scheme of ``st`` the judge compares with (:data:`ROPE_SCHEMES`)."""
+    return next((s for s in ROPE_SCHEMES if s in st.schemes), "rope")
+
+
 def _comparisons(st: SeedStore, p: dict) -> dict:
     """{sub-claim: [(label, schemes, values {seed: x}, op, c)]}: "x ≤ c" (op "le") or "≥"."""
-    L0, Lmax = st.train_len, max(st.lengths)
+    L0, Lmax, rope = st.train_len, max(st.lengths), rope_scheme(st)
     Lnear = min(NEAR_FACTOR * L0, Lmax)
 
     def lr(s, L):
@@ -109,7 +119,7 @@ def _comparisons(st: SeedStore, p: dict) -> dict:
              math.log(p["qkv_slack"])),
         ],
         "rotations_much_below_rope": [
-            (f"ℓ_rope − ℓ_{s} ({f}×) ≥ ln {p['much_less']}", ["rope", s], diff("rope", s, Lmax),
+            (f"ℓ_{rope} − ℓ_{s} ({f}×) ≥ ln {p['much_less']}", [rope, s], diff(rope, s, Lmax),
              "ge", math.log(p["much_less"]))
             for s in ROTATION_SCHEMES
         ],
@@ -140,17 +150,18 @@ def _blocks(st: SeedStore, name, schemes, n, min_seeds, regime_tol, rope_collaps
     if missing:
         return [f"missing schemes: {', '.join(missing)}"]
     out = [f"{n} paired seed(s), needs ≥ {min_seeds}"] if n < min_seeds else []
-    if "rope" not in st.schemes:
+    rope = rope_scheme(st)
+    if rope not in st.schemes:
         return [*out, "RoPE missing: the regime cannot be checked"]
     L0, Lmax = st.train_len, max(st.lengths)
-    rope0 = SS.seed_mean_ppl(st, "rope", L0)
+    rope0 = SS.seed_mean_ppl(st, rope, L0)
     for s in schemes:
         ppl0 = SS.seed_mean_ppl(st, s, L0)
         if ppl0 > regime_tol * rope0:
             out.append(f"not in the regime: {s}'s PPL({L0}) = {ppl0:.4g} is "
                        f"{100 * (ppl0 / rope0 - 1):.0f} % above RoPE's {rope0:.4g} "
                        f"(REGIME_TOL {regime_tol})")  # fmt: skip
-    rope_r = SS.seed_mean_ratio(st, "rope", Lmax)
+    rope_r = SS.seed_mean_ratio(st, rope, Lmax)
     if name in _NEEDS_COLLAPSE and not rope_r >= rope_collapse:
         out.append(f"RoPE has not collapsed: its ratio at {Lmax // L0}× is {rope_r:.3g} < "
                    f"ROPE_COLLAPSE {rope_collapse}")  # fmt: skip

@@ -297,3 +297,28 @@ def task_evidence(store=TASK_STORE) -> tuple[list, list, list]:
            kit.info("tasks_runs", len(st["runs"]), label="synthetic-task runs in the store")]
     ms += _judge_controls()
     return ms, _tables(st, subs), [task_figure(st)]  # fmt: skip
+
+
+def main(argv=None) -> int:
+    """``python -m posflow.proofs_checks.claims.at20_tasks STORE``: print each sub-claim's
+    verdict and comparisons on a synthetic store (2 with one line when there is none)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    st = read_store(args[0]) if len(args) == 1 else None
+    if st is None or not st["runs"]:
+        print(f"error: no synthetic store at {args[0] if args else '(none given)'}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    print(f"AT20 synthetic tasks on {args[0]}: {len(st['runs'])} runs")
+    for sub in judge(st):
+        print(f"{sub['name']}: {sub['status']}")
+        for c in sub["comparisons"]:
+            lo, hi = (f"{v:.3g}" for v in (c["lo"], c["hi"]))
+            print(f"  {c['label']}: mean {c['mean']:.3g} [{lo}, {hi}] n = {c['n']} → "
+                  f"{c['decision']}{' (blocked: ' + '; '.join(c['blocked']) + ')' if c['blocked'] else ''}")  # noqa: E501
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

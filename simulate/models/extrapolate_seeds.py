@@ -63,6 +63,7 @@ from posflow.simulate.models.seed_store import FORMAT, VERSION, run_file
 
 __all__ = [
     "DEFAULT_SCHEMES",
+    "OWN_BASE",
     "PAPER_MIXED",
     "WINDOW_SEED",
     "SeedRunConfig",
@@ -86,6 +87,10 @@ DEFAULT_SCHEMES = (
     "learned_qkv",
     "random_qk_alibi",
 )
+OWN_BASE = {"rope_own": ("rope", 10000.0)}
+"""Store schemes trained at their own base instead of the shared mixing base: ``rope_own`` is
+RoPE at base 10⁴ (real RoPE's; its slow frequencies never turn a full period within the
+training length, the cause of its failure to extrapolate), beside ``rope`` at the mixing base."""
 WINDOW_SEED = 42
 PAPER_MIXED = {"d_head": 96, "base": 10000.0, "eps": 0.1, 512: 10, 8192: 17, 65536: 23}
 """[B]'s mixing counts (digest §2.4): blocks with (sin f_b / f_b)^n < 0.1 of 48, d_head 96."""
@@ -219,8 +224,9 @@ class SeedRunConfig:
         if not self.schemes or len(set(self.schemes)) != len(self.schemes):
             raise ValueError(f"schemes must name distinct schemes; got {list(self.schemes)}")
         for s in self.schemes:
-            if s not in SCHEMES:
-                raise ValueError(f"schemes: unknown scheme {s!r}; known: {', '.join(SCHEMES)}")
+            if s not in SCHEMES and s not in OWN_BASE:
+                raise ValueError(f"schemes: unknown scheme {s!r}; known: "
+                                 f"{', '.join([*SCHEMES, *OWN_BASE])}")
         self.seeds = tuple(self.seeds)
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds must be distinct; got {list(self.seeds)}")
@@ -254,9 +260,12 @@ class SeedRunConfig:
 
 
 def build_model(scheme: str, cfg: SeedRunConfig, seed: int, vocab_size: int) -> LM:
-    """A fresh LM of ``cfg``'s size with ``scheme`` and the shared angle ``base`` (AT20)."""
+    """A fresh LM of ``cfg``'s size with ``scheme`` and the shared angle ``base`` (AT20); a
+    scheme of :data:`OWN_BASE` keeps its own base."""
     opts: dict = {}
-    if scheme in ("rope",) or scheme.startswith(("random", "learned")):
+    if scheme in OWN_BASE:
+        scheme, opts["base"] = OWN_BASE[scheme]
+    elif scheme in ("rope",) or scheme.startswith(("random", "learned")):
         opts["base"] = cfg.base
     if scheme.startswith("random"):
         opts["seed"] = int(seed)

@@ -41,11 +41,14 @@ Command (the default configuration, resumable; m processes with ``--part 0/m`` �
 share the runs)::
 
     python -m posflow.simulate.models.synthetic_train --store DIR [--part k/m]
-        [--seeds 0 1 2 3 4] [--schemes rope alibi …] [--threads 1]
+        [--seeds 0 1 2 3 4] [--schemes rope alibi …] [--threads 1] [--device cuda]
+        [--train-len L --steps N --batch-size B --n-layer K --n-head H --d-model D]
+        [--tasks flipflop-p0.8 …]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -152,7 +155,8 @@ class SyntheticRunConfig:
     ``base`` None means :func:`mixing_base` (d_head, train_len). ``factors``: evaluation
     lengths in units of ``train_len``. ``alibi_slopes`` (H values > 0, used by ``alibi`` and
     ``random_qk_alibi``; recorded in ``meta.json``) None means :func:`steep_slopes`. ``threads``:
-    torch threads per run. Raises ValueError naming the field for a bad value.
+    torch threads per run; ``device``: where runs train and are scored (not in the store's
+    identity, like ``threads``). Raises ValueError naming the field for a bad value.
 
     The defaults are the pilots' (one seed, 3000 steps, L = 64, 2 layers × 2 heads × 64):
 
@@ -190,6 +194,7 @@ class SyntheticRunConfig:
     eval_chunk: int = 256
     eval_batch_tokens: int = 8192
     threads: int = 1
+    device: str = "cpu"
     progress_seconds: float = 30.0
 
     def __post_init__(self):
@@ -204,6 +209,8 @@ class SyntheticRunConfig:
             raise ValueError(f"test_seed must be a nonnegative integer; got {self.test_seed!r}")
         self.lr = _pos_float(self.lr, "lr")
         self.rope_base = _pos_float(self.rope_base, "rope_base", 1.0)
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device must be a torch device name; got {self.device!r}")
         self.progress_seconds = float(self.progress_seconds)
         if not self.progress_seconds >= 0:
             raise ValueError(f"progress_seconds must be >= 0; got {self.progress_seconds!r}")
@@ -419,7 +426,7 @@ def train_run(task, scheme: str, seed: int, cfg: SyntheticRunConfig, *, log=None
     task = make_task(task)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a nonnegative integer; got {seed!r}")
-    model = build_model(scheme, cfg, seed, task.vocab_size)
+    model = build_model(scheme, cfg, seed, task.vocab_size).to(cfg.device)
     model.train()
     opt = adamw(model, cfg.lr)
     rng = np.random.default_rng(int(seed))
@@ -431,7 +438,7 @@ def train_run(task, scheme: str, seed: int, cfg: SyntheticRunConfig, *, log=None
         for g in opt.param_groups:
             g["lr"] = cosine_lr(cfg, step)
         batch = task.sample(cfg.batch_size, cfg.train_len, rng)
-        loss = _loss(model(torch.from_numpy(batch.tokens)), batch, cfg.loss)
+        loss = _loss(model(torch.from_numpy(batch.tokens).to(cfg.device)), batch, cfg.loss)
         if not torch.isfinite(loss):
             raise ValueError(f"training {name} diverged at step {step}; lower lr")
         opt.zero_grad(set_to_none=True)
@@ -616,11 +623,30 @@ def main(argv=None, cfg: SyntheticRunConfig | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--schemes", nargs="+", default=list(DEFAULT_SCHEMES))
     ap.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    ap.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    ap.add_argument("--tasks", nargs="+", default=None, metavar="LABEL",
+                    help="train only these tasks of the configuration (e.g. flipflop-p0.8)")
+    for name, kind, what in (("train-len", int, "training length L_0"), ("steps", int,
+                             "optimiser steps of every run"), ("batch-size", int, "batch size"),
+                             ("n-layer", int, "layers"), ("n-head", int, "heads"),
+                             ("d-model", int, "model width"), ("lr", float, "peak learning rate"),
+                             ("warmup", int, "warm-up steps")):  # fmt: skip
+        ap.add_argument(f"--{name}", type=kind, default=None, help=f"{what} (default: the "
+                        "committed store's)")  # fmt: skip
     args = ap.parse_args(argv)
     try:
         part = None if args.part is None else _part(args.part)
         if cfg is None:
-            cfg = SyntheticRunConfig(threads=args.threads)
+            kw = {k: getattr(args, k) for k in ("train_len", "steps", "batch_size", "n_layer",
+                                                "n_head", "d_model", "lr", "warmup")}  # fmt: skip
+            cfg = SyntheticRunConfig(threads=args.threads, device=args.device,
+                                     **{k: v for k, v in kw.items() if v is not None})
+        if args.tasks:  # tasks are not in the store's identity: a subset trains the same runs
+            known = {t.label: t for t in cfg.tasks}
+            bad = [t for t in args.tasks if t not in known]
+            if bad:
+                raise ValueError(f"--tasks: unknown task {bad[0]!r}; known: {', '.join(known)}")
+            cfg = dataclasses.replace(cfg, tasks=tuple(known[t] for t in args.tasks))
         run_store(cfg, args.store, args.schemes, args.seeds, part=part)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
