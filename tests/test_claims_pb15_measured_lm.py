@@ -138,6 +138,48 @@ def test_the_mlp_variant_is_reported_only_when_measured():
     assert [r[0] for r in mlp] == [r[0] for r in base] and mlp[0][3] != base[0][3]
 
 
+def _named_axes_are_names(fig, table_keys):
+    """Every panel of ``fig`` whose x axis counts predictors or rivals names each point by its
+    display name (SHORT), in the table's order, at the point's own x; returns those panels."""
+    from posflow.proofs_checks.claims.pb15_crossfit import SHORT
+
+    named = [p for p in fig.panels if p.xlabel in ("predictor", "rival")]
+    for p in named:
+        assert p.xticks is not None, p.title
+        pos, labels = zip(*p.xticks, strict=True)
+        assert [s.x[0] for s in p.series if s.kind == "errorbar"] == list(pos)
+        assert set(labels) <= set(SHORT.values())  # display names: (c), never keys like b_param
+    predictors = [p for p in named if p.xlabel == "predictor"]
+    for p in predictors:
+        assert [lab for _, lab in p.xticks] == [SHORT[k] for k in table_keys]
+    return named, predictors
+
+
+def test_the_crossfit_figure_names_every_predictor_on_its_axis():
+    from types import SimpleNamespace
+
+    from posflow.proofs_checks.claims.pb15_crossfit import SHORT, crossfit_evidence
+    from posflow.proofs_checks.claims.pb15_insample import what
+    from posflow.proofs_checks.kit import render
+
+    sub = SimpleNamespace(tag="m", name="model")
+    _, tables, fig, decs, _ = crossfit_evidence(sub, _windows(N=6), np.array([1, 2, 0]), 0.99, 0,
+                                                what, 1e-12)  # fmt: skip
+    keys = [r[0] for r in tables[0].rows if r[0] != "measured"]
+    named, predictors = _named_axes_are_names(fig, keys)
+    assert len(predictors) == 2 and len(named) == 3  # W1, shape; the rival differences
+    assert [lab for _, lab in named[2].xticks] == [SHORT[d.label] for d in decs]
+    mpl = render(fig)  # drawn: the names are the ticks, slanted where ten of them crowd a panel
+    for ax in mpl.axes[:2]:
+        labels = ax.get_xticklabels()
+        assert [t.get_text() for t in labels] == [SHORT[k] for k in keys]
+        assert {t.get_rotation() for t in labels} == {30.0}
+        # slanted labels anchored at their ticks lie on parallel lines (tick spacing)·sin 30°
+        # apart; more than one line of text means neighbours cannot collide
+        spacing = ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]
+        assert spacing * 0.5 > labels[0].get_fontsize() * mpl.dpi / 72
+
+
 def test_subjects_are_the_toy_model_and_smollm2_when_installed(monkeypatch):
     monkeypatch.setattr(P, "_smollm2_installed", lambda: True)
     monkeypatch.setattr(P, "installed", lambda key: False)  # Gemma 3 270M: see the next test
@@ -212,6 +254,9 @@ def test_pb15_verdict_follows_the_intervals(tiny_quick):
     names = [f.name for f in ev.figures]
     assert names[:2] == ["pb15_toy", "pb15_toy_crossfit"]
     assert len(ev.figures[0].panels) == 3 and len(ev.figures[1].panels) == 4
+    for f in ev.figures:  # predictors and rivals are named on their axes, never numbered
+        named, _ = _named_axes_are_names(f, [k for k in cf if k != "measured"])
+        assert len(named) == {"pb15_toy": 1, "pb15_toy_crossfit": 3}.get(f.name, 0), f.name
     from posflow.simulate.models.study import stored_study
 
     if stored_study() is not None:  # the stored studies are shown beside it

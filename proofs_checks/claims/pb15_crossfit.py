@@ -211,14 +211,14 @@ def _figure(tag, name, cf, decs, best, what) -> Figure:
     H₁ → H₂ against p̂ of H₂ (the one legend, names not keys)."""
     keys = [ek for ek, k in REPORTED.items() if k in cf.keys]
     colours = [color(REPORTED[k]) for k in keys]
-    named = wrap("predictor, left to right: " + ", ".join(SHORT[k] for k in keys), 50)
+    ticks = [(i, SHORT[k]) for i, k in enumerate(keys)]  # the predictors named under their points
     panels = []
     for m, label in (("w1", "W1/(n−1)"), ("shape", "shape: centred W1/(n−1)")):
         iv = np.array([cf.interval(m, REPORTED[k], REPORT_LEVEL) for k in keys])
         pts = [Series("", [i], [r[0]], "errorbar", yerr=[[r[0] - r[2]], [r[3] - r[0]]], color=c)
                for i, (r, c) in enumerate(zip(iv, colours, strict=True))]  # fmt: skip
         panels.append(Panel(f"cross-fitted {label}, {100 * REPORT_LEVEL:g}% jackknife "
-                            "intervals", named, label, pts))  # fmt: skip
+                            "intervals", "predictor", label, pts, xticks=ticks))  # fmt: skip
     d = np.array([[r.estimate, r.lo, r.hi] for r in decs])
     x = SHORT[best].strip("()")
     panels.append(rival_panel(f"W1({x}) − W1(rival), one parameter each; below 0: ({x}) "
