@@ -73,8 +73,10 @@ _EXTRA_COLORS = {
     "path": "#444444",
     "learned_qk": SCHEME_COLORS["learned"],
     ROT_ALIBI: SCHEME_COLORS["accum_alibi"],
+    "rope_own": "#E69F00",
 }
 _EXTRA_LABELS = {
+    "rope_own": "RoPE (base 10⁴)",
     "nope": "NoPE",
     "random_pos_qk": "random Q/K, mean > 0",
     "random_pos_qkv": "random Q/K/V, mean > 0",
