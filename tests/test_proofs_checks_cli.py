@@ -314,3 +314,20 @@ def test_a_piped_table_title_starts_at_the_left_edge():
     Console(file=buf, width=PIPED_WIDTH, force_terminal=False).print(t)
     lines = buf.getvalue().splitlines()
     assert lines[0].startswith("the title") and lines[-1].startswith("the caption")
+
+
+def test_a_piped_table_is_plain_markdown_rows(capsys):
+    """Piped, a table is one Markdown line per row: whole cells, markup removed, ``|``
+    escaped, no padding to the widest cell and no box characters."""
+    from posflow.proofs_checks.cli._output import markdown_rows, show, table
+
+    t = table(title="the title", caption="the caption")
+    t.add_column("ID")
+    t.add_column("status")
+    t.add_row("PB1", "[green]HOLDS[/]")
+    t.add_row("AT20", "a | b\nsecond line " + "x" * 3000)
+    want = ["the title", "| ID | status |", "|---|---|", "| PB1 | HOLDS |",
+            "| AT20 | a \\| b second line " + "x" * 3000 + " |", "the caption"]
+    assert markdown_rows(t) == want
+    show(t)  # capsys is not a terminal
+    assert capsys.readouterr().out.splitlines() == want

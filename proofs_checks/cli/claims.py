@@ -9,7 +9,7 @@ and the function that checks it; ``--markdown`` prints exactly the repository's 
 from __future__ import annotations
 
 from posflow.proofs_checks.cli._common import UsageError, print_json
-from posflow.proofs_checks.cli._output import console
+from posflow.proofs_checks.cli._output import show
 
 __all__ = ["add_parser", "cmd_claims"]
 
@@ -75,4 +75,4 @@ def _print_table(recs) -> None:
             escape(_expected(r["expected"])),
             r["check"].removeprefix("posflow.proofs_checks."),
         )
-    console().print(t)
+    show(t)

@@ -19,7 +19,7 @@ from posflow.proofs_checks.cli._common import (
     print_json,
     torch_device,
 )
-from posflow.proofs_checks.cli._output import console, figure_file
+from posflow.proofs_checks.cli._output import console, figure_file, show
 
 __all__ = ["add_parser", "cmd_measure", "load_model", "measurement_figure"]
 
@@ -190,7 +190,7 @@ def _print(out, name):
             f"{v['mean_position']:.1f}",
             v["shape"],
         )
-    con.print(t)
+    show(t)
     s = Table(title="attention sink: token 0, per layer")
     cols = [("attention_on_0", "attention on 0"), ("value_share_of_0", "value-norm share"),
             ("gradient_influence_of_0", "gradient influence of 0 at the layer input")]  # fmt: skip

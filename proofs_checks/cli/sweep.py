@@ -24,7 +24,7 @@ from posflow.proofs_checks.cli._common import (
     positive_float,
     print_json,
 )
-from posflow.proofs_checks.cli._output import console
+from posflow.proofs_checks.cli._output import show
 
 __all__ = ["add_parser", "cmd_sweep", "default_store", "format_table"]
 
@@ -104,7 +104,7 @@ def _print_store(path, as_json: bool) -> int:
         print_json(rows, inputs=f"--show {path}", indent=1)
         return 0
     title = f"{spec['experiment']} v{spec['version']}: {len(rows)} rows ({path})"
-    console().print(format_table(rows, spec, title))
+    show(format_table(rows, spec, title))
     return 0
 
 

@@ -20,7 +20,7 @@ from posflow.proofs_checks.cli._common import (
     output_dir,
     print_json,
 )
-from posflow.proofs_checks.cli._output import console
+from posflow.proofs_checks.cli._output import show
 
 __all__ = ["add_parser", "cmd_verify"]
 
@@ -159,7 +159,7 @@ def _cmd_mutants(args, size) -> int:
             broken = ", ".join(r.newly_failed) or escape(r.error)
             t.add_row(r.claim, r.mutant, r.baseline, r.status,
                       "yes" if r.killed else "[red]NO[/]", broken)  # fmt: skip
-        console().print(t)
+        show(t)
     return 0 if all(r.killed for r in rows) else 1
 
 
@@ -184,4 +184,4 @@ def _print_table(results, size, prov):
             stmt += f"\n[dim]expected {r.expected}: {escape(r.expected_reason)}[/dim]"
         exp = "= " + r.expected if r.as_expected else f"[bold red]≠ {r.expected}[/]"
         t.add_row(r.claim.id, f"[{colour[r.status]}]{r.status}[/]", exp, stmt, f"{r.seconds:.1f}")
-    console().print(t)
+    show(t)
