@@ -26,7 +26,7 @@ CASES = [  # (jump beyond L in nats, windows, expected status)
 def test_degradation_status(jump, windows, want):
     sub = R.degradation([R.hand_made_context_store(jump, windows=windows)])
     assert sub["status"] == want, sub["reason"]
-    assert [c["bound"] for c in sub["comparisons"]] == [0.0, 0.0]
+    assert [c["bound"] for c in sub["comparisons"]] == ([0.0, 0.0] if windows > 1 else [])
 
 
 def test_degradation_level_is_bonferroni_over_factors():
@@ -44,6 +44,20 @@ def test_the_store_with_more_windows_decides_each_factor():
     assert by["Δ(2×)"]["n"] == 6 and by["Δ(2×)"]["mean"] > 0.5  # from the 2× store
     assert by["Δ(4×)"]["n"] == 3 and by["Δ(4×)"]["mean"] < 0  # from the 4× store
     assert sub["status"] == FAILS
+
+
+def test_a_factor_on_one_window_is_shown_not_judged(tmp_path):
+    small = R.hand_made_context_store(1.0, windows=5, factor=2)
+    one = R.hand_made_context_store(0.0, windows=1, factor=4)  # a partial 4× store
+    sub = R.degradation([small, one])
+    assert sub["status"] == HOLDS and [c["n"] for c in sub["comparisons"]] == [5]
+    assert sub["comparisons"][0]["alpha"] == R.ALPHA  # M = 1 judged factor
+    assert list(sub["short"]) == [4] and sub["short"][4] < 0
+    _write(tmp_path / "x2", small)
+    _write(tmp_path / "x4", one)
+    ms, _, _ = R.real_evidence((tmp_path / "x2", tmp_path / "x4"))
+    m = next(m for m in ms if m.key == "real_rope_excess_4x_one_window")
+    assert m.test == "info" and m.value < 0
 
 
 def test_controls_pass():
