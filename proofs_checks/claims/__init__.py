@@ -71,5 +71,6 @@ MODULES = (
     "at20_judge",
     "at20_figures",
     "at20_tasks",
+    "at20_real",
     "at20_trained",
 )

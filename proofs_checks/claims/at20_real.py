@@ -19,6 +19,7 @@ the loss against position.
 
 from __future__ import annotations
 
+import functools
 import math
 from importlib import resources
 
@@ -219,3 +220,48 @@ def real_evidence(stores=CONTEXT_STORES) -> tuple[list, list, list]:
                   1 - r["alpha"], r["decision"]] for r in c]),
     ]  # fmt: skip
     return ms, tables, [_figure(sts, sub)]
+
+
+# -- mutants of the routines the anchor cites (claim AT20) ----------------------------------
+
+_CL = "posflow.simulate.models.context_length"
+
+
+def _excess_against_window_start(original):
+    @functools.wraps(original)
+    def window_statistics(st):
+        out = original(st)
+        L, B = out["train_context"], st["meta"]["block"]
+        for f in out["excess"]:  # reference band [0, L) instead of [L/2, L)
+            ref = np.array([sum(w["sums"][: L // B]) / (L - 1) for w in st["windows"]])
+            half = np.array([sum(w["sums"][L // B // 2 : L // B]) / (L // 2)
+                             for w in st["windows"]])  # fmt: skip
+            out["excess"][f] = out["excess"][f] + half - ref
+        return out
+
+    return window_statistics
+
+
+def _targets_unshifted(original):
+    @functools.wraps(original)
+    def next_token_nll(model, ids, **kw):
+        return np.roll(original(model, ids, **kw), 1)  # loss i reported at position i + 1
+
+    return next_token_nll
+
+
+def _blocks_of_losses(original):
+    @functools.wraps(original)
+    def block_sums(nll, block):
+        return original(np.asarray(nll)[1:], block)  # predicted positions shifted by one
+
+    return block_sums
+
+
+kit.add_mutant("AT20", "context-excess-against-window-start", f"{_CL}:window_statistics",
+           _excess_against_window_start, "Δ(f) taken against the whole training window [0, L) "
+           "instead of its last half")
+kit.add_mutant("AT20", "context-targets-unshifted", f"{_CL}:next_token_nll", _targets_unshifted,
+           "next-token losses reported one position late (rolled by one)")
+kit.add_mutant("AT20", "context-blocks-shifted", f"{_CL}:block_sums", _blocks_of_losses,
+           "block sums indexed by the loss index instead of the predicted position")
