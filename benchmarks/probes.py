@@ -306,34 +306,21 @@ def setup_random_store(files: Path) -> dict:
     return {"store": str(path)}
 
 
-def setup_empty_lambdas(files: Path) -> dict:
-    path = files / "lambdas.json"
-    path.write_text("[]")
-    return {"lambdas": str(path)}
+ONE_FILE = {  # setup name: (file name, its text, the placeholder it fills)
+    "empty_lambdas": ("lambdas.json", "[]", "lambdas"),
+    "cache_file": ("cache-is-a-file", "not a folder\n", "cache"),
+    "empty_record": ("empty.json", "{}", "record"),
+    "empty_toml": ("empty.toml", "", "spec"),
+    "truncated_lambdas": ("lambdas.json", "[0.1, 0.2,", "lambdas"),
+}
 
 
-def setup_cache_file(files: Path) -> dict:
-    path = files / "cache-is-a-file"
-    path.write_text("not a folder\n")
-    return {"cache": str(path)}
-
-
-def setup_empty_record(files: Path) -> dict:
-    path = files / "empty.json"
-    path.write_text("{}")
-    return {"record": str(path)}
-
-
-def setup_empty_toml(files: Path) -> dict:
-    path = files / "empty.toml"
-    path.write_text("")
-    return {"spec": str(path)}
-
-
-def setup_truncated_lambdas(files: Path) -> dict:
-    path = files / "lambdas.json"
-    path.write_text("[0.1, 0.2,")
-    return {"lambdas": str(path)}
+def setup_one_file(name: str, files: Path) -> dict:
+    """Write the one file of setup ``name`` (:data:`ONE_FILE`); its placeholder → its path."""
+    fname, text, key = ONE_FILE[name]
+    path = files / fname
+    path.write_text(text)
+    return {key: str(path)}
 
 
 def setup_truncated_record(files: Path) -> dict:
@@ -573,7 +560,8 @@ def run_probe(probe: Probe, root: Path) -> Outcome:
     t0 = time.perf_counter()
     try:
         if probe.setup is not None:
-            subs.update(globals()[f"setup_{probe.setup}"](files))
+            subs.update(setup_one_file(probe.setup, files) if probe.setup in ONE_FILE
+                        else globals()[f"setup_{probe.setup}"](files))  # fmt: skip
     except Skip as why:
         return Outcome(probe, "skipped", str(why), time.perf_counter() - t0)
     return RUNNERS[probe.kind](probe, subs, cwd)
