@@ -59,7 +59,8 @@ def degradation(stores, alpha: float = ALPHA) -> dict:
                 ppl[f] = (x.size, math.exp(m), math.exp(lo), math.exp(hi))
         for f, d in ws["excess"].items():
             if f not in by:
-                by[f], _ = dict(enumerate(d.tolist())), factors.append(f)
+                by[f] = dict(enumerate(d.tolist()))
+                factors.append(f)
     short = {f: len(by[f]) for f in factors if len(by[f]) < 2}  # no interval: shown only
     factors = [f for f in factors if f not in short]
     a = kit.family_level(alpha, max(1, len(factors)))
