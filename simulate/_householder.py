@@ -19,8 +19,9 @@ B = diag β) the product with the later step on the left is
 L lower triangular. Proof by induction: H_m (I − W'ᵀL'W') = I − W'ᵀL'W' − β_m w_m w_mᵀ +
 β_m w_m (w_mᵀW'ᵀ) L'W', so row m of L is β_m e_m − β_m Σ_{s<m} (w_m·w_s) L_s, i.e.
 (I + B tril(G, −1)) L = B with G = W Wᵀ. No division by β (β = 0 is allowed). The inverse of the
-unit lower-triangular matrix is formed by one batched linear solve over all chunks (LU; the
-system is well conditioned, see Rounding). As the diagonal blocks of the inverse of a
+unit lower-triangular matrix is formed by one batched linear solve over all chunks (a triangular
+solve where the backend has one, torch; LU otherwise; the system is well conditioned, see
+Rounding). As the diagonal blocks of the inverse of a
 block-triangular matrix are the inverses of its diagonal blocks, the product of any sub-range
 a′ … e′ of the chunk is I − Wᵀ L W restricted to those rows and columns. Hence, with local
 indices and masks tril (s ≤ i) and tril(·, −1) (r > j):
@@ -101,13 +102,23 @@ _SPAN = 256  # target superblock length S = G·C
 _GROUP = 8  # at most G chunks per superblock
 
 
+def _as_finite(at: Place, x, name: str):
+    """``as_float(at, x, name)`` in one pass: a finite Σ x proves every entry finite (NaN and
+    ±inf propagate); only a non-finite sum (non-finite entries, or overflow) runs the full test.
+    """
+    x = as_float(at, x, name, finite=False)
+    if not bool(at.xp.isfinite(at.xp.sum(x))) and not bool(at.xp.all(at.xp.isfinite(x))):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return x
+
+
 def _check(q, k, w, beta, route: str, chunk: int, v=None):
     """Validated float64 arrays on one namespace: (at, q, k, w, β (…, T), v, shift, chunk)."""
     shift = check_route(route)
     chunk = check_int(chunk, "chunk", 1)
     at = namespace_of(q, k, w, beta, *(() if v is None else (v,)))
     xp = at.xp
-    q, k, w = (as_float(at, x, name) for x, name in ((q, "q"), (k, "k"), (w, "w")))
+    q, k, w = (_as_finite(at, x, name) for x, name in ((q, "q"), (k, "k"), (w, "w")))
     if q.ndim < 2 or q.shape[-2] < 1 or q.shape[-1] < 1:
         raise ValueError(f"q must have shape (..., T, D) with T, D >= 1; got {tuple(q.shape)}")
     if tuple(k.shape) != tuple(q.shape) or tuple(w.shape) != tuple(q.shape):
@@ -121,7 +132,7 @@ def _check(q, k, w, beta, route: str, chunk: int, v=None):
         raise ValueError(
             f"w rows must be unit vectors (tolerance 1e-12); worst |‖w‖ − 1| = {worst}"
         )
-    beta = as_float(at, beta, "beta")
+    beta = _as_finite(at, beta, "beta")
     try:
         beta = xp.broadcast_to(beta, tuple(q.shape[:-1]))
     except (ValueError, RuntimeError) as exc:
@@ -133,7 +144,7 @@ def _check(q, k, w, beta, route: str, chunk: int, v=None):
             f"beta must lie in [0, 2]; got values in [{float(xp.min(beta))}, {float(xp.max(beta))}]"
         )
     if v is not None:
-        v = as_float(at, v, "v")
+        v = _as_finite(at, v, "v")
         if v.ndim != q.ndim or tuple(v.shape[:-1]) != tuple(q.shape[:-1]):
             raise ValueError(
                 f"v must have shape {tuple(q.shape[:-1])} + (D_v,); got {tuple(v.shape)}"
@@ -151,9 +162,13 @@ def _pad_rows(xp, x, rows: int, axis: int):
 
 
 def _unit_lower_inverse(xp, a):
-    """(I + A)⁻¹ for strictly lower-triangular A (..., C, C), by one batched linear solve."""
+    """(I + A)⁻¹ for strictly lower-triangular A (..., C, C), by one batched linear solve
+    (forward substitution on torch, LU elsewhere)."""
     eye = xp.eye(a.shape[-1], dtype=a.dtype, device=aac.device(a))
-    return xp.linalg.solve(eye + a, xp.broadcast_to(eye, tuple(a.shape)))
+    rhs = xp.broadcast_to(eye, tuple(a.shape))
+    if aac.is_torch_namespace(xp):  # the array API has no triangular solve; LU costs 3× more
+        return xp.linalg.solve_triangular(a, rhs, upper=False, unitriangular=True)
+    return xp.linalg.solve(eye + a, rhs)
 
 
 def _ut_transform(xp, w, beta):
@@ -166,7 +181,10 @@ def _ut_transform(xp, w, beta):
 
 
 def _carry(xp, x, w, lw):
-    """Queries x (rows) carried back through a chunk: x P = x − (x Wᵀ)(L W)."""
+    """Rows x carried back through a chunk: x P = x − (x Wᵀ)(L W); P itself for x = None."""
+    if x is None:  # P = I − Wᵀ (L W), without the product I·Wᵀ
+        eye = xp.eye(w.shape[-1], dtype=w.dtype, device=aac.device(w))
+        return eye - xp.matrix_transpose(w) @ lw
     return x - (x @ xp.matrix_transpose(w)) @ lw
 
 
@@ -223,30 +241,36 @@ def _route(xp, q, k, w, beta, shift: int, chunk: int, fill: float) -> _Route:
     bc = xp.reshape(_pad_rows(xp, beta, pad, -1), (*lead, m, g, c))
     tr = xp.matrix_transpose
     lc = _ut_transform(xp, wc, bc)
-    wk = xp.tril(wc @ tr(kc), k=-1)
-    u = xp.tril(qc @ tr(wc)) @ lc
+    qw = xp.tril(qc @ tr(wc))
+    lwk = lc @ xp.tril(wc @ tr(kc), k=-1)  # L tril(W Kᵀ, −1)
+    lw = lc @ wc
     pos = xp.arange(c, device=dev)
-    intra = xp.where(pos[None, :] <= pos[:, None], qc @ tr(kc) - u @ wk, fill)  # (..., M, G, C, C)
-    x = qc - u @ wc  # Q̃: queries at their chunk's first step
-    k_hat = kc - tr(wk) @ (tr(lc) @ wc)  # K̂: keys at their chunk's last step
+    intra = xp.where(pos[None, :] <= pos[:, None], qc @ tr(kc) - qw @ lwk, fill)  # M, G, C, C
+    x = qc - qw @ lw  # Q̃: queries at their chunk's first step
+    k_hat = kc - tr(lwk) @ wc  # K̂: keys at their chunk's last step
     eye = xp.eye(d, dtype=q.dtype, device=dev)
-    hops = _carry(xp, eye, wc, lc @ wc)  # P = I − Wᵀ L W per chunk, (..., M, G, D, D)
+    hops = _carry(xp, None, wc, lw)  # P = I − Wᵀ L W per chunk, (..., M, G, D, D)
     if g == 1:
         blocks = intra[..., 0, :, :]
-        starts = [x]
+        starts = [x[..., 0, :, :]]
     else:
-        kp = xp.concat([tr(k_hat), hops], axis=-1)  # (..., M, G, D, C + D)
+        # the lag loop runs chunk-major, (..., G, M, ·, ·): it slices only the leading chunk
+        # axis, so that each product's batch stays one strided run (torch copies it otherwise)
+        nl = len(lead)
+        axes = (*range(nl), nl + 1, nl, nl + 2, nl + 3)
+        kp = xp.concat([tr(xp.permute_dims(k_hat, axes)), xp.permute_dims(hops, axes)], axis=-1)
+        x = xp.reshape(xp.reshape(xp.permute_dims(x, axes), (-1,)), (*lead, g, m, c, d))
         blocks = xp.full((*lead, m, g, c, g, c), fill, dtype=q.dtype, device=dev)
         for i in range(g):
             blocks[..., i, :, i, :] = intra[..., i, :, :]
-        starts = [x[..., :1, :, :]]
-        x = x[..., 1:, :, :]
+        starts = [x[..., 0, :, :, :]]
+        x = x[..., 1:, :, :, :]
         for lag in range(1, g):
-            y = x @ kp[..., : g - lag, :, :]  # S(i + lag, i) | X carried one chunk back
+            y = x @ kp[..., : g - lag, :, :, :]  # S(i + lag, i) | X carried one chunk back
             for i in range(g - lag):
-                blocks[..., lag + i, :, i, :] = y[..., i, :, :c]
-            starts.append(y[..., :1, :, c:])  # chunk `lag` has reached the superblock start
-            x = y[..., 1:, :, c:]
+                blocks[..., lag + i, :, i, :] = y[..., i, :, :, :c]
+            starts.append(y[..., 0, :, :, c:])  # chunk `lag` has reached the superblock start
+            x = y[..., 1:, :, :, c:]
         blocks = xp.reshape(blocks, (*lead, m, span, span))
     if m == 1:
         return _Route(span, 1, blocks, None, None, None)
@@ -256,7 +280,7 @@ def _route(xp, q, k, w, beta, shift: int, chunk: int, fill: float) -> _Route:
         f.append(f[-1] @ hops[..., i, :, :])
     hop = f[-1] @ hops[..., 0, :, :]
     k_end = k_hat @ tr(xp.stack(f[::-1], axis=-3))
-    q_start = xp.concat(starts, axis=-3)
+    q_start = xp.stack(starts, axis=-3)
     return _Route(
         span,
         m,
@@ -477,12 +501,12 @@ def path_attention(
     mx = xp.max(z, axis=-1)
     p = _exp2(xp, z - mx[..., None])
     den, acc = xp.sum(p, axis=-1), vt @ tr(p)
-    done = []
+    o = xp.empty((*lead, m, span, v.shape[-1]), dtype=q.dtype, device=at.device)
     if m > 1:
         kp = xp.concat([tr(r.k_end), r.hop], axis=-1)  # (..., M, D, S + D)
         x = r.q_start[..., 1:, :, :]
     for lag in range(1, m):
-        done.append(acc[..., :1, :, :] / den[..., :1, None, :])
+        o[..., lag - 1, :, :] = tr(acc[..., 0, :, :] / den[..., 0, None, :])  # superblock done
         mx, den, acc = mx[..., 1:, :], den[..., 1:, :], acc[..., 1:, :, :]
         y = x @ kp[..., : m - lag, :, :]  # S(A, A − lag) | X̄ carried one superblock back
         z = y[..., :span] if bb is None else y[..., :span] + bb(lag)
@@ -493,6 +517,5 @@ def path_attention(
         acc = alpha[..., None, :] * acc + vt[..., : m - lag, :, :] @ tr(p)
         mx = m_new
         x = y[..., 1:, :, span:]
-    done.append(acc / den[..., None, :])
-    o = tr(xp.concat(done, axis=-3))
-    return xp.reshape(o, (*o.shape[:-3], m * span, o.shape[-1]))[..., :t, :]
+    o[..., m - 1, :, :] = tr(acc[..., 0, :, :] / den[..., 0, None, :])
+    return xp.reshape(o, (*lead, m * span, v.shape[-1]))[..., :t, :]
