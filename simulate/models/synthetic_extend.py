@@ -3,15 +3,16 @@
 A synthetic store (:mod:`posflow.simulate.models.synthetic_train`) keeps each run's error
 counts, not its weights (a run file is a few kilobytes; 110 sets of weights would not fit in
 package data). To score a run at lengths beyond the store's ``factors`` the run is trained again
-from its seed: with the same configuration, seed, torch version and one thread, training is
-deterministic, and :func:`extend_run` *proves* it for every run it extends by re-scoring every
-stored length and requiring the same error count at each (otherwise ValueError, nothing
-written). The new lengths f·L_0 (f in ``factors``) are scored on fixed batches drawn exactly as
-the store's (``test_tokens // L`` sequences from ``numpy.random.default_rng([test_seed, L])``),
-for the run's task and its probes, and appended to the run's ``eval`` lists; the run file also
-records ``extended`` (the added factors, their CPU seconds, the reproduced lengths). The store's
-``meta.json`` (its identity) does not change: the extension is per run, so a judge reads the
-lengths each run has.
+from its seed: with the same configuration, seed, torch version, one thread and the same
+numerical code (a change at the rounding level, e.g. in PaTH's chunked transport, moves the
+trajectory), training is deterministic, and :func:`extend_run` *proves* it for every run it
+extends by re-scoring every stored length and requiring the same error count at each (otherwise
+ValueError, nothing written). The new lengths f·L_0 (f in ``factors``) are scored on fixed
+batches drawn exactly as the store's (``test_tokens // L`` sequences from
+``numpy.random.default_rng([test_seed, L])``), for the run's task and its probes, and appended
+to the run's ``eval`` lists; the run file also records ``extended`` (the added factors, their
+CPU seconds, the reproduced lengths). The store's ``meta.json`` (its identity) does not change:
+the extension is per run, so a judge reads the lengths each run has.
 
 New seeds of a store that also need the longer lengths are trained once with them
 (:func:`train_new`, ``--new``): the run is trained and scored exactly as
@@ -120,7 +121,8 @@ def extend_run(store, meta: dict, run: dict, factors, *, log=print_progress) -> 
                         f"retraining {run_file(task, run['scheme'], run['seed'])} gave "
                         f"{e}/{c} errors on {t.label} at L = {L}, the store has "
                         f"{ev['errors'][j]}/{ev['counts'][j]}: training is not reproducible "
-                        "here (torch version or threads differ); nothing written"
+                        "here (torch version, threads or posflow's numerics differ); nothing "
+                        "written"
                     )
             for f in add:
                 L = f * L0
