@@ -246,7 +246,9 @@ def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
     lambdas : array_like, shape (T,)
     log : bool
         Return ``log P_ii`` (summed with ``log1p``), which stays finite where ``P_ii``
-        underflows at depth; ``-inf`` only where a factor is exactly zero.
+        underflows at depth; ``-inf`` only where a factor is zero (or negative at rounding
+        level: a diagonal entry that validation accepted as ≥ 0 within its tolerance, with
+        λ_t = 1).
 
     Returns
     -------
@@ -278,6 +280,9 @@ def diagonal(kernels, lambdas, log: bool = False) -> np.ndarray:
                 a = xp.stack([k.diagonal() for k in ks[s : s + block]], axis=1)
             loss = (1.0 - a) * lt[None, :]  # λ_t (1 - A_t[i,i])
             keep = (1.0 - lt)[None, :] + a * lt[None, :]  # 1 - loss without cancellation
+            # a diagonal entry validated as ≥ 0 within rounding (e.g. −1e-13) with λ = 1 gives
+            # keep < 0 at rounding level: the factor is 0, not a NaN logarithm
+            keep = xp.where(keep > 0.0, keep, 0.0)
             term = xp.where(loss < 0.5, xp.log1p(-loss), xp.log(keep))
             out = out + xp.sum(term, axis=1)
     return out if log else xp.exp(out)

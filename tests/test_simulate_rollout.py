@@ -139,6 +139,19 @@ def test_summary_log_diagonal_is_minus_inf_only_for_an_exact_zero_factor():
     assert not s["min_diag_underflows"]
 
 
+def test_a_diagonal_entry_negative_at_rounding_level_gives_zero_not_nan():
+    # A[1, 1] = −1e-13 passes validation (≥ 0 within rounding); with λ = 1 the factor
+    # 1 − λ(1 − A[1, 1]) = −1e-13 is 0 at rounding level: P_11 = 0 and log P_11 = −inf, the other
+    # rows as the exact product formula gives them (0.25² = 0.0625)
+    A = np.array([[1.0, 0.0, 0.0], [1.0 + 1e-13, -1e-13, 0.0], [0.5, 0.25, 0.25]])
+    d = diagonal(dense_kernel(A), constant(1.0, 2))
+    assert d.tolist() == [1.0, 0.0, 0.0625]
+    logd = diagonal(dense_kernel(A), constant(1.0, 2), log=True)
+    assert logd[1] == -np.inf and logd[2] == pytest.approx(2 * np.log(0.25), rel=1e-15)
+    d = diagonal(dense_kernel(A), constant(0.5, 2))  # λ < 1: the factor stays positive
+    assert d[1] == pytest.approx((0.5 - 0.5e-13) ** 2, rel=1e-15)
+
+
 def test_total_mixing_and_summary():
     K = alibi_kernel(40, [0.5, 0.05])
     lam = power_decay(0.5, 1.5, 30)
