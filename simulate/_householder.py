@@ -299,33 +299,28 @@ def _put(out, rows: slice, cols: slice, block) -> None:
 def _fill_rows(xp, r: _Route, out, row0: int, fill: float) -> None:
     """Scores of query rows row0 … T − 1 into ``out`` (..., T − row0, T), each entry written once.
 
-    Entries j > i get ``fill`` (inside the diagonal superblocks the route already holds it). Only
-    the superblocks holding rows ≥ row0 are computed across superblocks (lags over S × S blocks,
-    fused carry X̄ [K̄ᵀ | Π]).
+    Row band by row band (the rows of superblock A ≥ ⌊row0/S⌋): its diagonal block (inside it
+    the route already holds ``fill`` for j > i), ``fill`` right of it in one slice, then the
+    blocks S_{A,B}, B = A − 1 … 0, with the band's queries carried back one superblock at a
+    time (fused carry X̄ [K̄ᵀ | Π], the same products as a lag-by-lag loop batched over the
+    bands). So every band of ``out`` is written completely while it is fresh in cache after its
+    first touch, instead of being revisited once per lag.
     """
     t, s = out.shape[-1], r.span
-    a0 = row0 // s
-
-    def rows(a):  # the rows of superblock a in ``out`` and in its blocks
+    kp = None if r.m == 1 else xp.concat([xp.matrix_transpose(r.k_end), r.hop], axis=-1)
+    for a in range(row0 // s, r.m):
         lo, hi = max(a * s, row0), min((a + 1) * s, t)
-        return slice(lo - row0, hi - row0), slice(lo - a * s, hi - a * s)
-
-    for a in range(a0, r.m):
-        (ro, rb), hi = rows(a), min((a + 1) * s, t)
+        ro, rb = slice(lo - row0, hi - row0), slice(lo - a * s, hi - a * s)
         _put(out, ro, slice(a * s, hi), r.intra[..., a, rb, : hi - a * s])
         if hi < t:
             _put(out, ro, slice(hi, t), fill)
-    if r.m == 1:
-        return
-    kp = xp.concat([xp.matrix_transpose(r.k_end), r.hop], axis=-1)  # (..., M, D, S + D)
-    x = r.q_start[..., max(a0, 1) :, :, :]
-    for lag in range(1, r.m):
-        first = max(a0, lag)
-        y = x @ kp[..., first - lag : r.m - lag, :, :]
-        for i, a in enumerate(range(first, r.m)):
-            ro, rb = rows(a)
-            _put(out, ro, slice((a - lag) * s, (a - lag + 1) * s), y[..., i, rb, :s])
-        x = y[..., int(lag >= a0) :, :, s:]
+        # a batch of one superblock, (..., 1, S, ·): each product runs as one item of the
+        # batched product a lag loop would make (torch picks its kernel per batched call)
+        x = r.q_start[..., a : a + 1, :, :] if a else None  # superblock 0: no blocks left of it
+        for b in range(a - 1, -1, -1):
+            y = x @ kp[..., b : b + 1, :, :]  # S(A, B) | X̄ carried to superblock B's start
+            _put(out, ro, slice(b * s, (b + 1) * s), y[..., 0, rb, :s])
+            x = y[..., s:]
 
 
 def householder_route_scores(q, k, w, beta, route: str = "path", chunk: int = 64):
@@ -357,7 +352,7 @@ def householder_route_scores(q, k, w, beta, route: str = "path", chunk: int = 64
         Float64 on the inputs' backend; entries above the diagonal (j > i) are −inf.
 
     Cost O(T²·D + T·C·(C + D) + T·D²) flops, sequential depth G + ⌈T/(G·C)⌉ lags; memory the
-    T × T result, written in place block by block (no second T × T array).
+    T × T result, written in place row band by row band (no second T × T array).
     Raises ValueError for mismatched shapes, non-unit w (tolerance 1e-12), β outside [0, 2],
     non-finite input, an unknown route; TypeError for a non-integer chunk.
     """
