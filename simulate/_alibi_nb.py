@@ -22,6 +22,12 @@ by every layer. One head: two stationary rows per multiply-add on the carried st
 (:func:`_step_one_head`). Several heads: four rows per pass over the heads and the head sum
 Σ_h ω_h G_h in vector lanes, reassociated within the bound (*) below. Nothing here runs on
 more than one thread, and no result depends on the thread count.
+
+Subnormal numbers are kept (IEEE gradual underflow), not flushed to zero: deep rollouts put most
+entries of a profile below 2.2e-308 and x86 cores take slow paths on them (≈ 1.6× at 32 heads in
+``benchmarks/limits.py``), but flush-to-zero is a per-thread CPU mode that would also change what
+NumPy, BLAS and torch compute in the same thread, and the tails would then differ from the
+dense and exact references the claims compare with.
 """
 
 from __future__ import annotations
