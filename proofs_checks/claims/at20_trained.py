@@ -201,7 +201,8 @@ _CITES = (
         "first line: synthetic train-short/test-long tasks (flip-flop, associative recall; "
         "1–2 layers × 2 heads × 64, equal optimiser steps, ≥ 5 seeds, exact error counts), "
         "RoPE at its own base 10⁴, rotation schemes at the mixing base, PaTH trained; runs "
-        "scored beyond 16× are retrained exactly (every stored count reproduced); a sub-claim "
+        "scored beyond 16× are retrained with every stored count reproduced, or new seeds "
+        "trained with those lengths; a sub-claim "
         "undecided only because a scheme did not learn within the step budget is reported "
         "beyond CPU size, not deciding",
         "real anchor: SmolLM2-135M on disjoint English windows of 2× and 4× its training "

@@ -34,3 +34,12 @@ def check_meta(store: Path, want: dict, keys, width: int = 300) -> None:
     else:
         store.mkdir(parents=True, exist_ok=True)
         write_json(meta, want)
+
+
+def parse_part(text: str) -> tuple[int, int]:
+    """(k, m) of a ``--part k/m`` argument (runs k, k + m, … of m processes); ValueError
+    otherwise."""
+    k, sep, m = text.partition("/")
+    if not (sep and k.isdigit() and m.isdigit() and 0 <= int(k) < int(m)):
+        raise ValueError(f"part must be k/m with 0 <= k < m; got {text!r}")
+    return int(k), int(m)

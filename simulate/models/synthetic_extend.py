@@ -33,26 +33,23 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
-from posflow.simulate.models._store import write_json
+from posflow.simulate.models._store import parse_part, write_json
 from posflow.simulate.models.synthetic import make_task
-from posflow.simulate.models.synthetic_train import (
-    SyntheticRunConfig,
-    _one_run,
-    _part,
-    eval_batches,
-    evaluate_errors,
-    load_store,
-    print_progress,
-    run_file,
-    train_run,
-)
+
+# synthetic_train (and torch) is imported inside the functions, so that the command checks its
+# arguments before anything slow loads
+
+
+def _st():
+    from posflow.simulate.models import synthetic_train
+
+    return synthetic_train
+
 
 __all__ = ["extend_run", "extend_store", "main", "run_config", "train_new"]
 
 
-def run_config(meta: dict, run: dict, factors=()) -> SyntheticRunConfig:
+def run_config(meta: dict, run: dict, factors=()):
     """The :class:`SyntheticRunConfig` that trained ``run`` (its task, the store's identity
     ``meta["config"]``), scoring at the store's factors and ``factors`` besides."""
     ident = dict(meta["config"])
@@ -63,8 +60,8 @@ def run_config(meta: dict, run: dict, factors=()) -> SyntheticRunConfig:
     for lab, ev in run["eval"].items():
         if lab != run["task_label"]:
             probes.setdefault(run["task_label"], []).append(make_task(ev["task"]))
-    return SyntheticRunConfig(tasks=(task,), probes=probes, factors=tuple(new),
-                              threads=1, progress_seconds=60.0, **ident)  # fmt: skip
+    return _st().SyntheticRunConfig(tasks=(task,), probes=probes, factors=tuple(new),
+                                    threads=1, progress_seconds=60.0, **ident)  # fmt: skip
 
 
 def _check_factors(factors) -> tuple[int, ...]:
@@ -74,7 +71,7 @@ def _check_factors(factors) -> tuple[int, ...]:
     return tuple(sorted(set(fs)))
 
 
-def extend_run(store, meta: dict, run: dict, factors, *, log=print_progress) -> dict | None:
+def extend_run(store, meta: dict, run: dict, factors, *, log="progress") -> dict | None:
     """Retrain ``run`` of ``store`` and score it at ``factors`` × L_0 besides its lengths.
 
     Parameters
@@ -87,7 +84,7 @@ def extend_run(store, meta: dict, run: dict, factors, *, log=print_progress) -> 
         The run record (as :func:`~posflow.simulate.models.synthetic_train.load_store` reads it).
     factors : sequence of int ≥ 1
         Length factors to add; those the run already has are skipped.
-    log : callable or None
+    log : callable, None, or "progress" (``synthetic_train.print_progress``, the default)
 
     Returns
     -------
@@ -102,34 +99,36 @@ def extend_run(store, meta: dict, run: dict, factors, *, log=print_progress) -> 
     if not add:
         return None
     cfg = run_config(meta, run, add)
-    task = cfg.tasks[0]
+    task, st = cfg.tasks[0], _st()
+    torch = st.torch
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        model, rec = train_run(task, run["scheme"], int(run["seed"]), cfg, log=log)
+        model, rec = st.train_run(task, run["scheme"], int(run["seed"]), cfg,
+                                  log=st.print_progress if log == "progress" else log)
         c0 = time.process_time()
         evals = {}
         for t in (task, *cfg.probes.get(task.label, ())):
             ev = dict(run["eval"][t.label])
-            batches = eval_batches(t, cfg)
-            for L in ev["lengths"]:  # the proof of determinism: every stored count again
-                e, c = evaluate_errors(model, t, batches[L], chunk=cfg.eval_chunk,
-                                       batch_tokens=cfg.eval_batch_tokens)  # fmt: skip
-                j = ev["lengths"].index(L)
-                if (e, c) != (ev["errors"][j], ev["counts"][j]):
+            batches = st.eval_batches(t, cfg)
+
+            def score(L, t=t, batches=batches):
+                return st.evaluate_errors(model, t, batches[L], chunk=cfg.eval_chunk,
+                                          batch_tokens=cfg.eval_batch_tokens)  # fmt: skip
+
+            for j, L in enumerate(ev["lengths"]):  # the proof of determinism: every count again
+                if (got := score(L)) != (ev["errors"][j], ev["counts"][j]):
                     raise ValueError(
-                        f"retraining {run_file(task, run['scheme'], run['seed'])} gave "
-                        f"{e}/{c} errors on {t.label} at L = {L}, the store has "
+                        f"retraining {st.run_file(task, run['scheme'], run['seed'])} gave "
+                        f"{got[0]}/{got[1]} errors on {t.label} at L = {L}, the store has "
                         f"{ev['errors'][j]}/{ev['counts'][j]}: training is not reproducible "
                         "here (torch version, threads or posflow's numerics differ); nothing "
                         "written"
                     )
             for f in add:
-                L = f * L0
-                e, c = evaluate_errors(model, t, batches[L], chunk=cfg.eval_chunk,
-                                       batch_tokens=cfg.eval_batch_tokens)  # fmt: skip
-                ev["lengths"] = [*ev["lengths"], L]
-                ev["sequences"] = [*ev["sequences"], len(batches[L])]
+                e, c = score(f * L0)
+                ev["lengths"] = [*ev["lengths"], f * L0]
+                ev["sequences"] = [*ev["sequences"], len(batches[f * L0])]
                 ev["errors"], ev["counts"] = [*ev["errors"], e], [*ev["counts"], c]
             evals[t.label] = ev
         eval_cpu = time.process_time() - c0
@@ -139,26 +138,27 @@ def extend_run(store, meta: dict, run: dict, factors, *, log=print_progress) -> 
     out["extended"] = [*run.get("extended", []), {
         "factors": add, "retrain_cpu_seconds": rec["cpu_seconds"], "eval_cpu_seconds": eval_cpu,
         "reproduced_lengths": sorted(have), "torch": torch.__version__}]  # fmt: skip
-    write_json(Path(store) / run_file(task, run["scheme"], run["seed"]), out)
+    write_json(Path(store) / st.run_file(task, run["scheme"], run["seed"]), out)
     return out
 
 
 def extend_store(store, factors, *, schemes=None, tasks=None, seeds=None, part=None,
-                 log=print_progress) -> list[str]:  # fmt: skip
+                 log="progress") -> list[str]:  # fmt: skip
     """Extend every selected run of ``store`` to ``factors`` (:func:`extend_run`; resumable).
 
     ``schemes``, ``tasks`` (labels), ``seeds``: None for all in the store. ``part`` (k, m):
     runs k, k + m, … of the sorted selection. Returns the names of the run files written.
     """
     factors = _check_factors(factors)
-    st = load_store(store)
+    st = _st().load_store(store)
     runs = [r for key, r in sorted(st["runs"].items())
             if (schemes is None or key[1] in schemes) and (tasks is None or key[0] in tasks)
             and (seeds is None or key[2] in seeds)]  # fmt: skip
     if not runs:
         raise ValueError("no run of the store matches --schemes/--tasks/--seeds")
     k, m = (0, 1) if part is None else part
-    say, done = log or (lambda s: None), []
+    say = _st().print_progress if log == "progress" else log or (lambda s: None)
+    done = []
     for i, r in enumerate(runs[k::m], 1):
         head = f"[{i}/{len(runs[k::m])}] {r['task_label']} {r['scheme']} s{r['seed']}"
         c0 = time.process_time()
@@ -171,38 +171,40 @@ def extend_store(store, factors, *, schemes=None, tasks=None, seeds=None, part=N
             + " ".join(f"{e / max(c, 1):.3f}" for e, c in zip(ev["errors"], ev["counts"],
                                                              strict=True))
             + f" ({time.process_time() - c0:.0f} CPU s; stored lengths reproduced)")
-        done.append(run_file(make_task(r["task"]), r["scheme"], r["seed"]))
+        done.append(_st().run_file(make_task(r["task"]), r["scheme"], r["seed"]))
     return done
 
 
 def train_new(store, task_label: str, scheme: str, seed: int, factors, *,
-              log=print_progress) -> dict | None:  # fmt: skip
+              log="progress") -> dict | None:  # fmt: skip
     """Train the missing run (``task_label``, ``scheme``, ``seed``) of ``store`` scored at the
     store's lengths and at ``factors`` × L_0 (module doc); None when its file exists.
 
     The task and its probes are those of the store's runs of ``task_label`` (:func:`run_config`);
     ValueError when the store has none."""
     factors = _check_factors(factors)
-    st = load_store(store)
+    mod = _st()
+    st = mod.load_store(store)
     ref = next((r for (t, _, _), r in sorted(st["runs"].items()) if t == task_label), None)
     if ref is None:
         raise ValueError(f"tasks: the store has no run of {task_label!r} to take the task from")
     cfg = run_config(st["meta"], ref, factors)
     task = cfg.tasks[0]
-    path = Path(store) / run_file(task, scheme, seed)
+    path = Path(store) / mod.run_file(task, scheme, seed)
     if path.is_file():
         return None
-    batches = {t.label: eval_batches(t, cfg) for t in (task, *cfg.probes.get(task.label, ()))}
+    batches = {t.label: mod.eval_batches(t, cfg) for t in (task, *cfg.probes.get(task.label, ()))}
     tmp = path.with_name(path.name + ".new")
-    threads = torch.get_num_threads()
+    threads = mod.torch.get_num_threads()
     try:
-        blob = _one_run(cfg, task, scheme, int(seed), batches, tmp, log)
+        blob = mod._one_run(cfg, task, scheme, int(seed), batches, tmp,
+                            mod.print_progress if log == "progress" else log)
     finally:
-        torch.set_num_threads(threads)
+        mod.torch.set_num_threads(threads)
         tmp.unlink(missing_ok=True)
     add = [f for f in factors if f not in st["meta"]["config"]["factors"]]
     blob = dict(blob, config=st["meta"]["config"], key=st["meta"]["key"], extended=[{
-        "factors": add, "trained_with_them": True, "torch": torch.__version__}])  # fmt: skip
+        "factors": add, "trained_with_them": True, "torch": mod.torch.__version__}])  # fmt: skip
     write_json(path, blob)
     return blob
 
@@ -227,7 +229,8 @@ def main(argv=None) -> int:
     try:
         if not Path(args.store, "meta.json").is_file():
             raise ValueError(f"--store: {args.store!r} has no meta.json")
-        part = None if args.part is None else _part(args.part)
+        part = None if args.part is None else parse_part(args.part)
+        _check_factors(args.factors)
         if args.new:
             if not (args.schemes and args.tasks and args.seeds):
                 raise ValueError("--new needs --schemes, --tasks and --seeds")
@@ -236,7 +239,7 @@ def main(argv=None) -> int:
             for i, (t, s, seed) in enumerate(jobs[k::m], 1):
                 out = train_new(args.store, t, s, seed, args.factors)
                 ev = out and out["eval"][t]
-                print_progress(f"[{i}/{len(jobs[k::m])}] {t} {s} s{seed}: " + (
+                _st().print_progress(f"[{i}/{len(jobs[k::m])}] {t} {s} s{seed}: " + (
                     "already in the store" if out is None else "error " + " ".join(
                         f"{e / max(c, 1):.3f}" for e, c in zip(ev["errors"], ev["counts"],
                                                                strict=True))))  # fmt: skip

@@ -63,6 +63,7 @@ from torch.nn import functional as F
 
 from posflow.simulate.models import schemes_alibi as _schemes_alibi  # noqa: F401  (registers)
 from posflow.simulate.models._store import check_meta, write_json
+from posflow.simulate.models._store import parse_part as _part
 from posflow.simulate.models.extrapolate import chunked_logits
 from posflow.simulate.models.extrapolate_seeds import adamw, cosine_lr, mixing_base
 from posflow.simulate.models.lm import LM, SCHEMES, LMConfig
@@ -597,13 +598,6 @@ def load_store(store) -> dict:
         r = json.loads(p.read_text())
         runs[(r["task_label"], r["scheme"], int(r["seed"]))] = r
     return {"meta": json.loads(meta.read_text()), "runs": runs}
-
-
-def _part(text: str) -> tuple[int, int]:
-    k, sep, m = text.partition("/")
-    if not (sep and k.isdigit() and m.isdigit() and 0 <= int(k) < int(m)):
-        raise ValueError(f"part must be k/m with 0 <= k < m; got {text!r}")
-    return int(k), int(m)
 
 
 def main(argv=None, cfg: SyntheticRunConfig | None = None) -> int:
