@@ -39,7 +39,7 @@ import functools
 import numpy as np
 
 from posflow.simulate import _scan
-from posflow.simulate._alibi_nb import alibi_step, content_tables
+from posflow.simulate._alibi_nb import alibi_step, content_tables, rows_out
 from posflow.simulate._kernel import Kernel, check_n
 from posflow.simulate._validate import as_vector, ensure_fits, ensure_memory
 from posflow.simulate.backend import host, namespace, resolve_backend
@@ -290,7 +290,7 @@ class AlibiKernel(Kernel):
         """(1 − λ) p + λ (p diag + positive heads) for rows p (k, n)."""
         if self._use_numba:
             p = np.ascontiguousarray(p)
-            out = np.empty_like(p)
+            out = rows_out(p)
             alibi_step(p, self._diag, self._w_off, self._r, self._hw, float(lam), out)
             return out
         xp = self.xp

@@ -18,10 +18,14 @@ O(k·n·H).
 Speed (``benchmarks/limits.py``, section ``alibi``): one pass over the rows per layer, with the
 row masses of the rollout's projection summed (compensated) while the rows are written, not in a
 second pass (:func:`mass_update` takes them); the work buffers live per thread and are reused
-by every layer. One head: two stationary rows per multiply-add on the carried state
-(:func:`_step_one_head`). Several heads: four rows per pass over the heads and the head sum
-Σ_h ω_h G_h in vector lanes, reassociated within the bound (*) below. Nothing here runs on
-more than one thread, and no result depends on the thread count.
+by every layer, and a chain of steps writes into two row arrays in turn (:func:`rows_out`).
+One head: the stationary rows (all but the first nt − 1) on the state F = G/w, three rows per
+multiply-add on the carried state (:func:`_stationary_rows`; the loop was held to the latency
+of one multiply-add per two rows before, 0.63 against 0.48 ns per row on the benchmark's CPU),
+their masses added four blocks per pass over the lanes (:func:`_lanes_add4`). Several heads:
+four rows per pass over the heads and the head sum Σ_h ω_h G_h in vector lanes, reassociated
+within the bound (*) below. Nothing here runs on more than one thread, and no result depends
+on the thread count.
 
 Subnormal numbers are kept (IEEE gradual underflow), not flushed to zero: deep rollouts put most
 entries of a profile below 2.2e-308 and x86 cores take slow paths on them (≈ 1.6× at 32 heads in
@@ -32,6 +36,7 @@ dense and exact references the claims compare with.
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 
@@ -46,7 +51,7 @@ from posflow.simulate._paths import numba_cache_dir
 if not _numba_config.CACHE_DIR:
     _numba_config.CACHE_DIR = str(numba_cache_dir())
 
-__all__ = ["alibi_step", "content_tables", "mass_update", "row_sums"]
+__all__ = ["alibi_step", "content_tables", "mass_update", "row_sums", "rows_out"]
 
 
 # The head sum of the step of several heads, y_j = p_j d_j + Σ_h ω_h G_h(j+1) (d_j the
@@ -103,6 +108,38 @@ def _lanes_add(x, S, E):  # pragma: no cover - compiled
         z = t - s
         E[i] += (s - (t - z)) + (v - z)
         S[i] = t
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _lanes_add4(x, S, E):  # pragma: no cover - compiled
+    """_lanes_add of the four blocks of x (4 L,), the last block first, as four calls in that
+    order would do (the same TwoSums in the same order per lane: the same bits), with each
+    lane's S, E loaded and stored once instead of four times."""
+    L = S.shape[0]
+    for i in range(L):
+        s = S[i]
+        e = E[i]
+        v = x[3 * L + i]
+        t = s + v
+        z = t - s
+        e += (s - (t - z)) + (v - z)
+        s = t
+        v = x[2 * L + i]
+        t = s + v
+        z = t - s
+        e += (s - (t - z)) + (v - z)
+        s = t
+        v = x[L + i]
+        t = s + v
+        z = t - s
+        e += (s - (t - z)) + (v - z)
+        s = t
+        v = x[i]
+        t = s + v
+        z = t - s
+        e += (s - (t - z)) + (v - z)
+        S[i] = t
+        E[i] = e
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
@@ -224,31 +261,117 @@ def _one_head_rows(P, b, row, hi, lo, diag, w_off, r0, c0, lam, G):  # pragma: n
     return G
 
 
+_U1 = np.uint64(1)
+_U2 = np.uint64(2)
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _stationary_rows(x, y, top, m, d, cw, r, r2, r3, F):  # pragma: no cover - compiled
+    """Rows top, top − 1, …, top − m + 1 of the step of one head into ``y`` (all stationary:
+    weight w, diagonal term d), from the input row ``x``; returns the state F after the last.
+
+    The state is F = G/w, F(j) = p_j + r F(j+1), so no product with w is formed per row, and
+    it advances three rows per fused multiply-add on the carried state,
+
+        F(j−2) = (p_{j−2} + r (p_{j−1} + r p_j)) + r³ F(j+1),
+
+    with F(j) and F(j−1) formed beside it for the outputs out_i = d p_i + c w F(i+1)
+    (cw = c·w): the loop is held neither to one multiply-add latency per row nor to the
+    products of the row-by-row recurrence. Indices are unsigned (no negative-index
+    wraparound code in the loop). Rounding: a term p_i of F(j+1) at distance i − j ≤ D meets
+    at most D + 2 roundings (one per carried multiply-add and two in r³ = fl(fl(r r) r) per
+    three rows, two in the partial sums), and the output three more (cw, the product, the
+    multiply-add with d p_j): within the row-by-row recurrence's bound 2 D + 3 once D ≥ 2,
+    other bits. F is not scaled by w ≤ 1, so it can overflow where G does not (|p| near the
+    float64 maximum): the caller checks the row's sum and repeats such a row on the G route."""
+    t = np.uint64(top)
+    for k in range(m // 3):
+        i = t - np.uint64(3 * k)
+        p1 = x[i]
+        p2 = x[i - _U1]
+        p3 = x[i - _U2]
+        s2 = p2 + r * p1
+        y[i] = d * p1 + cw * F
+        y[i - _U1] = d * p2 + cw * (p1 + r * F)
+        y[i - _U2] = d * p3 + cw * (s2 + r2 * F)
+        F = (p3 + r * s2) + r3 * F
+    for k in range(m - m % 3, m):
+        i = t - np.uint64(k)
+        p1 = x[i]
+        y[i] = d * p1 + cw * F
+        F = p1 + r * F
+    return F
+
+
+# Rows of stationary blocks handed to _stationary_rows at once (a multiple of LANES): few
+# enough calls, and the block still in the L2 cache when its masses are added.
+CHUNK = 4 * LANES
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _one_head_row_g(P, b, row, diag, w_off, r0, c0, lam, S, E):  # pragma: no cover
+    """Row b of the step of one head on the G route only (_one_head_rows); its mass."""
+    n = row.shape[0]
+    L = S.shape[0]
+    S[:] = 0.0
+    E[:] = 0.0
+    G = 0.0
+    rest = n % L
+    for hi in range(n - 1, rest - 1, -L):
+        G = _one_head_rows(P, b, row, hi, hi - L + 1, diag, w_off, r0, c0, lam, G)
+        _lanes_add(row[hi - L + 1 : hi + 1], S, E)
+    _one_head_rows(P, b, row, rest - 1, 0, diag, w_off, r0, c0, lam, G)
+    return _lanes_total(S, E, row, rest - 1)
+
+
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _step_one_head(P, diag, w_off, r, hw, lam, out, sums, S, E):  # pragma: no cover - compiled
-    # one head, block by block as _step_heads (_one_head_rows)
+    # One head, block by block from the last row as _step_heads: the stationary rows at the
+    # top (j ≥ nt − 1) CHUNK at a time on the F route (_stationary_rows), the rest on the G
+    # route (_one_head_rows) from G = w F. A row whose mass comes out infinite or NaN
+    # (F overflowed, or the row's entries are that large) is done again on the G route alone.
     k, n = P.shape
     L = S.shape[0]
+    nt = w_off.shape[0]
     r0 = r[0]
     c0 = lam * hw[0]
+    w_last = w_off[nt - 1, 0]
+    cw = c0 * w_last
+    d_last = (1.0 - lam) + lam * diag[n - 1]
+    r2 = r0 * r0
+    r3 = r2 * r0
+    rest = n % L
     for b in range(k):
         S[:] = 0.0
         E[:] = 0.0
         row = out[b]
-        G = 0.0
-        rest = n % L
-        for hi in range(n - 1, rest - 1, -L):
+        prow = P[b]
+        F = 0.0
+        hi = n - 1
+        while hi - CHUNK + 1 >= max(nt - 1, rest):
+            F = _stationary_rows(prow, row, hi, CHUNK, d_last, cw, r0, r2, r3, F)
+            _lanes_add4(row[hi - CHUNK + 1 : hi + 1], S, E)
+            hi -= CHUNK
+        on_f = hi < n - 1  # some rows went the F route
+        G = w_last * F
+        while hi >= rest:
             G = _one_head_rows(P, b, row, hi, hi - L + 1, diag, w_off, r0, c0, lam, G)
             _lanes_add(row[hi - L + 1 : hi + 1], S, E)
+            hi -= L
         _one_head_rows(P, b, row, rest - 1, 0, diag, w_off, r0, c0, lam, G)
-        sums[b] = _lanes_total(S, E, row, rest - 1)
+        total = _lanes_total(S, E, row, rest - 1)
+        if on_f and not np.isfinite(total):
+            total = _one_head_row_g(P, b, row, diag, w_off, r0, c0, lam, S, E)
+        sums[b] = total
 
 
 class _Work(threading.local):
     """Work buffers of the steps, one set per thread, grown when a larger one is needed and
     reused by every later step (no array is allocated per layer): the head states G (H,), the
     mass lanes S, E (LANES,), the row sums (k,) and the rows' last column (k,) as the step
-    wrote it; ``written`` is a weak reference to the rows last written (None before any)."""
+    wrote it; ``written`` is a weak reference to the rows last written (None before any);
+    ``spare`` the input rows of the last step, kept to be written over by a later step once
+    nothing else refers to them (:func:`rows_out`)."""
 
     def __init__(self):
         self.G = np.empty(0)
@@ -257,6 +380,7 @@ class _Work(threading.local):
         self.sums = np.empty(0)
         self.last = np.empty(0)
         self.written = None
+        self.spare = None
 
     def buffers(self, k: int, H: int) -> tuple[np.ndarray, np.ndarray]:
         if self.G.size < H:
@@ -272,6 +396,26 @@ class _Work(threading.local):
 
 
 _WORK = _Work()
+
+# Input rows up to this size are kept as the thread's spare (one at most), so that a chain
+# of steps writes into two arrays in turn instead of allocating (and first touching) a new
+# one per layer; larger rows are not held beyond their step.
+SPARE_BYTES = 1 << 26
+
+
+def rows_out(P):
+    """An array to write the step on rows ``P`` into: the thread's spare rows when they have
+    P's shape and nothing but the spare slot refers to them (the rows two steps back in a
+    chain, which the chain has let go), else a new array like P.
+
+    The reference count is the test (CPython's, as NumPy's own reuse of temporaries):
+    ``sys.getrefcount`` = 2 (the local name and the call's argument) means no other name,
+    container, view or exported buffer can see the rows, so writing over them is invisible."""
+    w = _WORK
+    spare, w.spare = w.spare, None
+    if spare is not None and spare.shape == P.shape and sys.getrefcount(spare) == 2:
+        return spare
+    return np.empty_like(P)
 
 
 def alibi_step(P, diag, w_off, r, hw, lam, out):
@@ -289,6 +433,8 @@ def alibi_step(P, diag, w_off, r, hw, lam, out):
     else:
         _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, w.S, w.E)
     w.record(out)
+    if P.base is None and P.flags.owndata and P.nbytes <= SPARE_BYTES:
+        w.spare = P
 
 
 def _folded_sums(P):

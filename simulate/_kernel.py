@@ -56,8 +56,8 @@ class Kernel:
         xp = self.xp
         if eye:
             return xp.eye(self.n, dtype=xp.float64, device=self.device)
-        j = xp.arange(self.n, device=self.device)
-        return xp.reshape(xp.astype(j == self.n - 1, xp.float64), (1, self.n))
+        zeros = xp.zeros((1, self.n - 1), dtype=xp.float64, device=self.device)
+        return xp.concat([zeros, xp.ones((1, 1), dtype=xp.float64, device=self.device)], axis=1)
 
     def dense(self):  # pragma: no cover - abstract
         raise NotImplementedError

@@ -625,10 +625,13 @@ def test_the_step_of_real_tables_stays_within_the_bound_of_the_serial_order():
     # ALiBi tables (rounded recurrences, n beyond the stationary row, a tail of n mod 4 rows):
     # the step against the previous kernel's serial order y = p_j d_j + Σ_h ω_h G_h and
     # row-by-row recurrence, written out here in plain Python; both sums satisfy bound (*),
-    # and the blend (1 − λ) p_j + λ y adds at most a few roundings of out_j (6 u out_j)
-    from posflow.simulate._alibi_nb import alibi_step
+    # and the blend (1 − λ) p_j + λ y adds at most a few roundings of out_j (6 u out_j).
+    # n = 1121, 3000 at one head: one and two chunks of stationary rows on the F route
+    # (_stationary_rows: 1024 rows from j = n − 1 down, while all of them lie at j ≥ 91)
+    from posflow.simulate._alibi_nb import CHUNK, alibi_step
 
-    for H, n in ((32, 203), (7, 150), (2, 101), (1, 203), (1, 150)):
+    assert CHUNK == 1024
+    for H, n in ((32, 203), (7, 150), (2, 101), (1, 203), (1, 150), (1, 1121), (1, 3000)):
         K = AlibiKernel(n, np.linspace(0.5, 3.0, H), np.linspace(-1, 2, H))  # 45/min m < n
         assert K._w_off.shape[0] == 92
         p = np.random.default_rng(H).random((1, n))
@@ -642,11 +645,66 @@ def test_the_step_of_real_tables_stays_within_the_bound_of_the_serial_order():
                 y += K._hw[h] * G[h]
             want = (1 - lam) * p[0, j] + lam * y
             # the recurrences round too (here without fused multiply-adds; the one-head kernel
-            # two rows at a time): a term of G_h(j+1) meets ≤ 2 (n − j) + 3 roundings on any
-            # of these routes, so they differ by at most 2 γ_{2(n−j)+3} G
+            # two rows at a time on the G route, three on the F route): a term of G_h(j+1)
+            # meets ≤ 2 (n − j) + 3 roundings on any of these routes, so they differ by at
+            # most 2 γ_{2(n−j)+3} G
             tol = lam * (2 * gamma(H + 1) + 2 * gamma(2 * (n - j) + 3)) * y * 1.01 + 6 * U * want
             assert abs(out[0, j] - want) <= tol, (H, n, j)
             G = p[0, j] * K._w_off[min(j, nt - 1)] + K._r * G
+
+
+def test_a_row_whose_f_state_overflows_is_done_again_on_the_g_route():
+    # slope 0.05: F = G/w ≈ p/(1 − e^{-0.05}) ≈ 20.5 p overflows for p = 10^307 where G does
+    # not (on the F route the stationary outputs would be infinite); the step must give the
+    # finite rows of the G route, 10^307 times those of the row p = 1 (which stays on the
+    # F route) within rounding, and that row within rounding of the plain recurrence
+    from posflow.simulate._alibi_nb import CHUNK, alibi_step
+
+    n = 2048
+    K = AlibiKernel(n, 0.05)
+    assert n - K._w_off.shape[0] >= CHUNK
+    assert 1e307 > np.finfo(np.float64).max * (1 - K._r[0])
+    p = np.ones((2, n))
+    p[0] *= 1e307
+    out = np.empty_like(p)
+    alibi_step(p, K._diag, K._w_off, K._r, K._hw, 0.5, out)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out[0] / 1e307, out[1], rtol=1e-13, atol=0)
+    G, nt = 0.0, K._w_off.shape[0]
+    for j in range(n - 1, -1, -1):
+        want = 0.5 + 0.5 * (K._diag[j] + K._hw[0] * G)
+        assert abs(out[1, j] - want) <= 1e-12 * want
+        G = K._w_off[min(j, nt - 1), 0] + K._r[0] * G
+
+
+def test_steps_write_over_only_rows_nothing_else_refers_to():
+    # the spare rows of rows_out: a chain of steps writes into two arrays in turn, but never
+    # over rows a caller (or a view, or the step's own input) still holds
+    from posflow.simulate._alibi_nb import rows_out
+
+    K = AlibiKernel(500, 0.5)
+    p0 = np.random.default_rng(0).random((2, 500))
+    keep = p0.copy()
+    chain = [p0]
+    for _ in range(6):
+        chain.append(K._residual_step(chain[-1], 0.3))
+    assert np.array_equal(p0, keep)
+    assert len({id(a) for a in chain}) == len(chain)  # all held: none reused
+    want = [a.copy() for a in chain]
+    rows = chain[-1]
+    ids = set()
+    for _ in range(6):  # nothing holds the rows two steps back: two arrays in turn
+        rows = K._residual_step(rows, 0.3)
+        ids.add(id(rows))
+    assert len(ids) <= 3
+    for a, b in zip(chain, want, strict=True):
+        assert np.array_equal(a, b)
+    view = K._residual_step(rows, 0.3)[:, :10]  # a view keeps its base alive: not reused
+    base = view.base
+    before = base.copy()
+    K._residual_step(K._residual_step(rows, 0.3), 0.3)
+    assert np.array_equal(base, before)
+    assert rows_out(np.empty((3, 7))).shape == (3, 7)
 
 
 def test_the_step_folds_a_compensated_row_sum_into_the_rows_it_writes():
