@@ -17,17 +17,16 @@ of an idle core): on this shared machine other processes' load then stretches ne
   the carries alone add D/S = 25 % to the score products at S = 256) is extra work, not
   counted, so 100 % is out of reach;
 - :func:`posflow.simulate.transport.householder_route_scores` (NumPy) at T = 4096: the share of
-  its time spent assembling the T × T result, i.e. inside ``_householder._put`` (every write
-  into the preallocated result: the blocks below and on the diagonal, the −inf fill above it,
-  and the page faults of the first touch), timed by wrapping ``_put`` during the calls;
-  reference 20 % (the goal: assembly ≤ 20 %), so percent ≤ 100 meets it. The floor is memory
-  traffic: T² doubles written (and zeroed by the kernel on first touch), half of them copied.
-  Measured at T = 4096 (2 MiB transparent huge pages, quiet core): the first touch alone (one
-  write per page of a fresh T × T array) takes 6.0–6.4 ms of the 11–12 ms inside ``_put``
-  (8.3 ms into an already touched array), and the same row-band write pattern from a source
-  block held in cache takes 10.5–11.0 ms; so the assembly is at that floor, about half of it
-  the kernel's page zeroing, and its share (17–22 % run to run) meets the goal only within the
-  machine's noise.
+  its time spent assembling the T × T result, i.e. inside ``_householder._put``: the copies
+  into the preallocated result (the diagonal blocks, the −inf fill above them, the blocks of
+  the partial first and last bands) and the page faults of its first touch (a band's 2 MiB
+  pages are first written by its diagonal block), timed by wrapping ``_put`` during the calls;
+  reference 20 % (the goal: assembly ≤ 20 %), so percent ≤ 100 meets it. The blocks left of
+  the diagonal of full bands are no copies: their products write into the result in place
+  (``np.matmul(..., out=)``; before, they were formed apart and copied, 17–22 % in all).
+  Measured at T = 4096 (quiet core, best 5 of 7 runs): 9.5–10.6 ms inside ``_put`` of
+  68–73 ms, 14 %, of which the first touch alone (one write per 4 KiB page of a fresh T × T
+  array) is 6.2–6.5 ms: the rest of the assembly is the diagonal blocks and the fill.
 
 Every dict carries ``{"path", "achieved", "unit", "reference", "percent"}``, percent =
 100 · achieved / reference; the path text names what the reference is.

@@ -91,6 +91,7 @@ import numbers
 from typing import NamedTuple
 
 import array_api_compat as aac
+import numpy as np
 
 from posflow.simulate._arrays import Place, as_float, check_int, namespace_of
 from posflow.simulate._routes import check_route
@@ -305,15 +306,32 @@ def _fill_rows(xp, r: _Route, out, row0: int, fill: float) -> None:
     time (fused carry X̄ [K̄ᵀ | Π], the same products as a lag-by-lag loop batched over the
     bands). So every band of ``out`` is written completely while it is fresh in cache after its
     first touch, instead of being revisited once per lag.
+
+    On NumPy the blocks S_{A,B} of a full band (S rows) are not formed apart and copied: the
+    product X̄ K̄ᵀ writes into its place in ``out`` (``np.matmul(..., out=)``, a strided view
+    that BLAS writes directly), and X̄ Π carries the band on: the same dot products over D as
+    the fused product, split by columns (the same bits in all 1,008 cases compared).
+    The array API has no ``out=``: other backends, and the partial bands (first and last),
+    keep the fused product and :func:`_put`.
     """
     t, s = out.shape[-1], r.span
-    kp = None if r.m == 1 else xp.concat([xp.matrix_transpose(r.k_end), r.hop], axis=-1)
+    numpy = isinstance(out, np.ndarray)
+    kp = kt = None
+    if r.m > 1:
+        kt = xp.matrix_transpose(r.k_end)
+        kp = xp.concat([kt, r.hop], axis=-1)
     for a in range(row0 // s, r.m):
         lo, hi = max(a * s, row0), min((a + 1) * s, t)
         ro, rb = slice(lo - row0, hi - row0), slice(lo - a * s, hi - a * s)
         _put(out, ro, slice(a * s, hi), r.intra[..., a, rb, : hi - a * s])
         if hi < t:
             _put(out, ro, slice(hi, t), fill)
+        if numpy and hi - lo == s:
+            x = r.q_start[..., a, :, :] if a else None
+            for b in range(a - 1, -1, -1):
+                np.matmul(x, kt[..., b, :, :], out=out[..., ro, b * s : (b + 1) * s])
+                x = x @ r.hop[..., b, :, :] if b else None
+            continue
         # a batch of one superblock, (..., 1, S, ·): each product runs as one item of the
         # batched product a lag loop would make (torch picks its kernel per batched call)
         x = r.q_start[..., a : a + 1, :, :] if a else None  # superblock 0: no blocks left of it
