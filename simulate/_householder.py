@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from typing import NamedTuple
 
 import array_api_compat as aac
@@ -193,6 +194,35 @@ def _exp2(xp, x):
     """2^x: ``exp2`` where the namespace has it (NumPy, torch, CuPy), else exp(x·ln 2)."""
     f = getattr(xp, "exp2", None)
     return f(x) if f is not None else xp.exp(x * math.log(2.0))
+
+
+def _shifted_exp2(xp, z, shift):
+    """2^(z − shift[..., None]) for logits ``z`` that nothing reads again, with as few new
+    T-sized arrays as the backend allows: NumPy shifts and exponentiates in place (``out=``);
+    torch forms z − shift (one new contiguous array) and exponentiates it in place
+    (``exp2_``; in place on a strided view its exp2 takes another code path, other last bits);
+    other backends form both. The same values on every route. On torch each new array of
+    this size is fresh pages (its CPU allocator keeps none), whose first touch costs more than
+    the exponentials."""
+    if isinstance(z, np.ndarray):
+        z -= shift[..., None]
+        return np.exp2(z, out=z)
+    p = z - shift[..., None]
+    inplace = getattr(p, "exp2_", None)
+    return inplace() if inplace is not None else _exp2(xp, p)
+
+
+def _product_into(a, b, out):
+    """``a @ b`` written into ``out`` (a preallocated array of the product's shape) on NumPy,
+    and on torch outside autograd, so that a loop reuses its arrays instead of allocating one
+    per step; a new array elsewhere (the array API has no ``out=``). The same values."""
+    if isinstance(out, np.ndarray):
+        return np.matmul(a, b, out=out)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(out, torch.Tensor):
+        if not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
+            return torch.matmul(a, b, out=out)
+    return a @ b
 
 
 def _layout(t: int, chunk: int) -> tuple[int, int, int]:
@@ -510,22 +540,28 @@ def path_attention(
     # both operands row-major, which BLAS runs fastest (flattening a transposed view copies it)
     vt = xp.reshape(_pad_rows(xp, v, m * span - t, -2), (*lead, m, span, v.shape[-1]))
     vt = xp.reshape(xp.reshape(tr(vt), (-1,)), (*lead, m, v.shape[-1], span))
+    # the logits z are fresh arrays read once (_shifted_exp2 may overwrite them)
     z = r.intra if bb is None else r.intra + bb(0)  # −inf for j > i (the causal mask)
     mx = xp.max(z, axis=-1)
-    p = _exp2(xp, z - mx[..., None])
+    p = _shifted_exp2(xp, z, mx)
     den, acc = xp.sum(p, axis=-1), vt @ tr(p)
     o = xp.empty((*lead, m, span, v.shape[-1]), dtype=q.dtype, device=at.device)
     if m > 1:
         kp = xp.concat([tr(r.k_end), r.hop], axis=-1)  # (..., M, D, S + D)
         x = r.q_start[..., 1:, :, :]
+        # the products of the lags go to two arrays in turn (x, read by a product, is a view
+        # of the other one): no new (M − ℓ) × S × (S + D) array per lag where out= exists
+        ys = [xp.empty((*lead, m - 1, span, span + d), dtype=q.dtype, device=at.device)
+              for _ in range(2)]  # fmt: skip
     for lag in range(1, m):
         o[..., lag - 1, :, :] = tr(acc[..., 0, :, :] / den[..., 0, None, :])  # superblock done
         mx, den, acc = mx[..., 1:, :], den[..., 1:, :], acc[..., 1:, :, :]
-        y = x @ kp[..., : m - lag, :, :]  # S(A, A − lag) | X̄ carried one superblock back
-        z = y[..., :span] if bb is None else y[..., :span] + bb(lag)
+        # S(A, A − lag) | X̄ carried one superblock back
+        y = _product_into(x, kp[..., : m - lag, :, :], ys[lag % 2][..., : m - lag, :, :])
+        z = y[..., :span] if bb is None else y[..., :span] + bb(lag)  # read only here
         m_new = xp.maximum(mx, xp.max(z, axis=-1))
         alpha = _exp2(xp, mx - m_new)
-        p = _exp2(xp, z - m_new[..., None])
+        p = _shifted_exp2(xp, z, m_new)
         den = alpha * den + xp.sum(p, axis=-1)
         acc = alpha[..., None, :] * acc + vt[..., : m - lag, :, :] @ tr(p)
         mx = m_new
