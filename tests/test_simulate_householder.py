@@ -269,6 +269,34 @@ def test_torch_agrees_with_the_training_codes_path_scores_and_is_differentiable(
     assert torch.autograd.gradcheck(lambda q, k: path_attention(q, k, v5, w5, b5, chunk=2), x)
 
 
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_path_attention_across_superblocks_is_differentiable_with_a_bias():
+    # T = 40, C = 2: superblocks of S = 16 steps, M = 3, so the lag loop runs (its products
+    # go to reused arrays only outside autograd, and no logit is overwritten under it)
+    x = [torch.from_numpy(a).requires_grad_(True) for a in draw(13, 40, 3)[:2]]
+    w, b = (torch.from_numpy(a) for a in draw(13, 40, 3)[2:])
+    v = torch.from_numpy(np.random.default_rng(1).standard_normal((40, 2)))
+    bias = torch.from_numpy(np.random.default_rng(2).standard_normal((40, 40)))
+    assert torch.autograd.gradcheck(
+        lambda q, k: path_attention(q, k, v, w, b, chunk=2, bias=bias), x)  # fmt: skip
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_path_attention_leaves_its_inputs_as_they_were(bias):
+    # the logits are shifted and exponentiated in place: only arrays the call made itself
+    t = 70
+    q, k, w, b = draw(14, t, 4)
+    v = np.random.default_rng(3).standard_normal((t, 3))
+    args = [q, k, v, w, b, np.random.default_rng(4).standard_normal((t, t))]
+    kinds = [lambda a: a] + ([torch.from_numpy] if HAS_TORCH else [])
+    for conv in kinds:
+        inputs = [conv(a.copy()) for a in args]
+        got = path_attention(*inputs[:5], chunk=2, bias=inputs[5] if bias else None)
+        assert all(np.array_equal(np.asarray(x), a) for x, a in zip(inputs, args, strict=True))
+        again = path_attention(*inputs[:5], chunk=2, bias=inputs[5] if bias else None)
+        assert np.array_equal(np.asarray(got), np.asarray(again))
+
+
 # ---------------------------------------------------------------------------------------------
 # bad input
 
