@@ -19,10 +19,12 @@ Speed (``benchmarks/limits.py``, section ``alibi``): one pass over the rows per 
 row masses of the rollout's projection summed (compensated) while the rows are written, not in a
 second pass (:func:`mass_update` takes them); the work buffers live per thread and are reused
 by every layer, and a chain of steps writes into two row arrays in turn (:func:`rows_out`).
-One head: the stationary rows (all but the first nt − 1) on the state F = G/w, three rows per
-multiply-add on the carried state (:func:`_stationary_rows`; the loop was held to the latency
-of one multiply-add per two rows before, 0.63 against 0.48 ns per row on the benchmark's CPU),
-their masses added four blocks per pass over the lanes (:func:`_lanes_add4`). Several heads:
+One head: the stationary rows (all but the first nt − 1) on the state F = G/w, four rows per
+multiply-add on the carried state, the loop writing only the states (:func:`_stationary_states`),
+the outputs d p + cw F formed from them in a vectorised pass (:func:`_outputs`) and their
+masses added four blocks per pass over the lanes (:func:`_lanes_add4`): 0.58–0.60 ns per row
+and layer on the benchmark's CPU, against 0.82–0.85 for the two-row loop that formed the
+outputs itself (held to one multiply-add latency per two rows and to its products). Several heads:
 four rows per pass over the heads and the head sum Σ_h ω_h G_h in vector lanes, reassociated
 within the bound (*) below. Nothing here runs on more than one thread, and no result depends
 on the thread count.
@@ -263,47 +265,53 @@ def _one_head_rows(P, b, row, hi, lo, diag, w_off, r0, c0, lam, G):  # pragma: n
 
 _U1 = np.uint64(1)
 _U2 = np.uint64(2)
+_U3 = np.uint64(3)
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
-def _stationary_rows(x, y, top, m, d, cw, r, r2, r3, F):  # pragma: no cover - compiled
-    """Rows top, top − 1, …, top − m + 1 of the step of one head into ``y`` (all stationary:
-    weight w, diagonal term d), from the input row ``x``; returns the state F after the last.
+def _stationary_states(x, y, top, m, r, r2, r3, r4, F):  # pragma: no cover - compiled
+    """The states F(i+1) of rows i = top, top − 1, …, top − m + 1 (m a multiple of 4, all
+    stationary) into ``y``, from the input row ``x``; returns F after the last row.
 
-    The state is F = G/w, F(j) = p_j + r F(j+1), so no product with w is formed per row, and
-    it advances three rows per fused multiply-add on the carried state,
+    The state is F = G/w, F(j) = p_j + r F(j+1) (no product with w per row), advanced four
+    rows per fused multiply-add on the carried state,
 
-        F(j−2) = (p_{j−2} + r (p_{j−1} + r p_j)) + r³ F(j+1),
+        F(j−3) = (p_{j−3} + r (p_{j−2} + r (p_{j−1} + r p_j))) + r⁴ F(j+1),
 
-    with F(j) and F(j−1) formed beside it for the outputs out_i = d p_i + c w F(i+1)
-    (cw = c·w): the loop is held neither to one multiply-add latency per row nor to the
-    products of the row-by-row recurrence. Indices are unsigned (no negative-index
-    wraparound code in the loop). Rounding: a term p_i of F(j+1) at distance i − j ≤ D meets
-    at most D + 2 roundings (one per carried multiply-add and two in r³ = fl(fl(r r) r) per
-    three rows, two in the partial sums), and the output three more (cw, the product, the
-    multiply-add with d p_j): within the row-by-row recurrence's bound 2 D + 3 once D ≥ 2,
-    other bits. F is not scaled by w ≤ 1, so it can overflow where G does not (|p| near the
-    float64 maximum): the caller checks the row's sum and repeats such a row on the G route."""
+    with F(j), F(j−1), F(j−2) formed beside it from F(j+1): 7 operations per 4 rows, and the
+    loop held neither to one multiply-add latency per row nor to the outputs' products, which
+    :func:`_outputs` forms in vector lanes (out_i = d p_i + cw F(i+1)). Indices are
+    unsigned (no negative-index wraparound code in the loop). Rounding: a term p_i of F(j+1)
+    at distance D = i − j meets at most D + 4 roundings (three in the partial sums, and per
+    four rows one carried multiply-add and three in r⁴ = fl(fl(r r)²)), the output three more
+    (cw, the product, the multiply-add with d p_j): within the row-by-row recurrence's bound
+    2 D + 3 for every D ≥ 1 (for D ≤ 3 the partial sums give at most D + 1 before the
+    output), other bits. F is not scaled by w ≤ 1, so it can overflow where G does not (|p|
+    near the float64 maximum): the caller checks the row's sum and repeats such a row on the
+    G route."""
     t = np.uint64(top)
-    for k in range(m // 3):
-        i = t - np.uint64(3 * k)
+    for k in range(m // 4):
+        i = t - np.uint64(4 * k)
         p1 = x[i]
-        p2 = x[i - _U1]
-        p3 = x[i - _U2]
-        s2 = p2 + r * p1
-        y[i] = d * p1 + cw * F
-        y[i - _U1] = d * p2 + cw * (p1 + r * F)
-        y[i - _U2] = d * p3 + cw * (s2 + r2 * F)
-        F = (p3 + r * s2) + r3 * F
-    for k in range(m - m % 3, m):
-        i = t - np.uint64(k)
-        p1 = x[i]
-        y[i] = d * p1 + cw * F
-        F = p1 + r * F
+        s2 = x[i - _U1] + r * p1
+        s3 = x[i - _U2] + r * s2
+        y[i] = F
+        y[i - _U1] = p1 + r * F
+        y[i - _U2] = s2 + r2 * F
+        y[i - _U3] = s3 + r3 * F
+        F = (x[i - _U3] + r * s3) + r4 * F
     return F
 
 
-# Rows of stationary blocks handed to _stationary_rows at once (a multiple of LANES): few
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _outputs(x, y, d, cw):  # pragma: no cover - compiled
+    """y ← d x + cw y: the outputs of stationary rows from their states F(i+1) (one loop the
+    compiler vectorises; with the mass lanes in the same loop it does not)."""
+    for i in range(y.shape[0]):
+        y[i] = d * x[i] + cw * y[i]
+
+
+# Rows of stationary blocks handed to _stationary_states at once (a multiple of LANES): few
 # enough calls, and the block still in the L2 cache when its masses are added.
 CHUNK = 4 * LANES
 
@@ -340,6 +348,7 @@ def _step_one_head(P, diag, w_off, r, hw, lam, out, sums, S, E):  # pragma: no c
     d_last = (1.0 - lam) + lam * diag[n - 1]
     r2 = r0 * r0
     r3 = r2 * r0
+    r4 = r2 * r2
     rest = n % L
     for b in range(k):
         S[:] = 0.0
@@ -349,7 +358,8 @@ def _step_one_head(P, diag, w_off, r, hw, lam, out, sums, S, E):  # pragma: no c
         F = 0.0
         hi = n - 1
         while hi - CHUNK + 1 >= max(nt - 1, rest):
-            F = _stationary_rows(prow, row, hi, CHUNK, d_last, cw, r0, r2, r3, F)
+            F = _stationary_states(prow, row, hi, CHUNK, r0, r2, r3, r4, F)
+            _outputs(prow[hi - CHUNK + 1 : hi + 1], row[hi - CHUNK + 1 : hi + 1], d_last, cw)
             _lanes_add4(row[hi - CHUNK + 1 : hi + 1], S, E)
             hi -= CHUNK
         on_f = hi < n - 1  # some rows went the F route

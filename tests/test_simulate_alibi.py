@@ -627,7 +627,7 @@ def test_the_step_of_real_tables_stays_within_the_bound_of_the_serial_order():
     # row-by-row recurrence, written out here in plain Python; both sums satisfy bound (*),
     # and the blend (1 − λ) p_j + λ y adds at most a few roundings of out_j (6 u out_j).
     # n = 1121, 3000 at one head: one and two chunks of stationary rows on the F route
-    # (_stationary_rows: 1024 rows from j = n − 1 down, while all of them lie at j ≥ 91)
+    # (_stationary_states: 1024 rows from j = n − 1 down, while all of them lie at j ≥ 91)
     from posflow.simulate._alibi_nb import CHUNK, alibi_step
 
     assert CHUNK == 1024
@@ -645,7 +645,7 @@ def test_the_step_of_real_tables_stays_within_the_bound_of_the_serial_order():
                 y += K._hw[h] * G[h]
             want = (1 - lam) * p[0, j] + lam * y
             # the recurrences round too (here without fused multiply-adds; the one-head kernel
-            # two rows at a time on the G route, three on the F route): a term of G_h(j+1)
+            # two rows at a time on the G route, four on the F route): a term of G_h(j+1)
             # meets ≤ 2 (n − j) + 3 roundings on any of these routes, so they differ by at
             # most 2 γ_{2(n−j)+3} G
             tol = lam * (2 * gamma(H + 1) + 2 * gamma(2 * (n - j) + 3)) * y * 1.01 + 6 * U * want
