@@ -335,8 +335,8 @@ def _one_head_row_g(P, b, row, diag, w_off, r0, c0, lam, S, E):  # pragma: no co
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _step_one_head(P, diag, w_off, r, hw, lam, out, sums, S, E):  # pragma: no cover - compiled
     # One head, block by block from the last row as _step_heads: the stationary rows at the
-    # top (j ≥ nt − 1) CHUNK at a time on the F route (_stationary_rows), the rest on the G
-    # route (_one_head_rows) from G = w F. A row whose mass comes out infinite or NaN
+    # top (j ≥ nt − 1) CHUNK at a time on the F route (_stationary_states, _outputs), the
+    # rest on the G route (_one_head_rows) from G = w F. A row whose mass comes out infinite or NaN
     # (F overflowed, or the row's entries are that large) is done again on the G route alone.
     k, n = P.shape
     L = S.shape[0]
