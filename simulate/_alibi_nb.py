@@ -170,7 +170,9 @@ def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no c
     # Several heads, block by block from the last row: L rows, then their mass into the lanes
     # (_lanes_add); the n mod L rows at the start of the row last. Four rows per pass over the
     # heads (the states G and the per-head constants loaded once for four rows), the heads in
-    # vector lanes: the sums p_j d_j + Σ_h ω_h G_h(j+1) are reassociated (bound (*)).
+    # vector lanes: the sums p_j d_j + Σ_h ω_h G_h(j+1) are reassociated (bound (*)). The
+    # diagonal is read as diag[min(j, nt − 1)] like the weights (the stationary rows share
+    # the table's last row: the same values), so it is not a third stream over n rows.
     k, n = P.shape
     H = G.shape[0]
     L = S.shape[0]
@@ -207,14 +209,15 @@ def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no c
                     g = p3 * w_off[i3, h] + rr * g
                     a4 += c * g
                     G[h] = p4 * w_off[i4, h] + rr * g
-                row[j] = a * p1 + lam * (p1 * diag[j] + a1)
-                row[j - 1] = a * p2 + lam * (p2 * diag[j - 1] + a2)
-                row[j - 2] = a * p3 + lam * (p3 * diag[j - 2] + a3)
-                row[j - 3] = a * p4 + lam * (p4 * diag[j - 3] + a4)
+                row[j] = a * p1 + lam * (p1 * diag[i1] + a1)
+                row[j - 1] = a * p2 + lam * (p2 * diag[i2] + a2)
+                row[j - 2] = a * p3 + lam * (p3 * diag[i3] + a3)
+                row[j - 3] = a * p4 + lam * (p4 * diag[i4] + a4)
                 j -= 4
             while j >= lo:
                 p1 = P[b, j]
-                row[j] = a * p1 + lam * (p1 * diag[j] + _heads1(G, hw, r, w_off, min(j, last), p1))
+                i1 = min(j, last)
+                row[j] = a * p1 + lam * (p1 * diag[i1] + _heads1(G, hw, r, w_off, i1, p1))
                 j -= 1
             if lo > 0 or rest == 0:
                 _lanes_add(row[lo : lo + L], S, E)
@@ -430,7 +433,9 @@ def rows_out(P):
 
 def alibi_step(P, diag, w_off, r, hw, lam, out):
     """Write ``(1 - lam) P + lam P A`` into ``out`` (shapes: P, out (k, n) C-contiguous float64;
-    diag (n,); w_off (nt, H); r, hw (H,)); dispatches to the one-head kernel when H = 1.
+    diag (n,); w_off (nt, H); r, hw (H,)); dispatches to the one-head kernel when H = 1. The
+    rows j ≥ nt − 1 are stationary: their weights are w_off[nt − 1] and their diagonal
+    diag[nt − 1] (as the kernel's tables hold; diag beyond nt − 1 is not read).
 
     The compensated row sums Σ_j out[b, j] are formed while ``out`` is written (the lanes
     above: _sum2's bound), and :func:`mass_update` takes them instead of reading ``out`` again
