@@ -653,6 +653,21 @@ def test_the_step_of_real_tables_stays_within_the_bound_of_the_serial_order():
             G = p[0, j] * K._w_off[min(j, nt - 1)] + K._r * G
 
 
+def test_the_four_block_lane_pass_gives_the_bits_of_four_single_block_passes():
+    # _lanes_add4 claims the same TwoSums in the same order per lane as _lanes_add called on
+    # the blocks last-first: equal S and E, bit for bit, on values of mixed sign and scale
+    from posflow.simulate._alibi_nb import LANES, _lanes_add, _lanes_add4
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(4 * LANES) * 2.0 ** rng.integers(-60, 60, 4 * LANES)
+    S0, E0 = rng.standard_normal(LANES), rng.standard_normal(LANES) * 1e-17
+    S1, E1, S4, E4 = S0.copy(), E0.copy(), S0.copy(), E0.copy()
+    for q in (3, 2, 1, 0):
+        _lanes_add(x[q * LANES : (q + 1) * LANES], S1, E1)
+    _lanes_add4(x, S4, E4)
+    assert np.array_equal(S1, S4) and np.array_equal(E1, E4)
+
+
 def test_a_row_whose_f_state_overflows_is_done_again_on_the_g_route():
     # slope 0.05: F = G/w ≈ p/(1 − e^{-0.05}) ≈ 20.5 p overflows for p = 10^307 where G does
     # not (on the F route the stationary outputs would be infinite); the step must give the
