@@ -416,17 +416,32 @@ _WORK = _Work()
 SPARE_BYTES = 1 << 26
 
 
+def _lone_count() -> int | None:
+    """``sys.getrefcount`` of an array held by nothing but a local name, taken the way
+    :func:`rows_out` takes it (2 on CPython 3.11–3.13: the name and the call's argument);
+    None where reference counts are not CPython's, and then no rows are reused."""
+    if sys.implementation.name != "cpython":
+        return None
+    slot = [np.empty(1)]
+    spare, slot[0] = slot[0], None
+    return sys.getrefcount(spare)
+
+
+_LONE = _lone_count()
+
+
 def rows_out(P):
     """An array to write the step on rows ``P`` into: the thread's spare rows when they have
-    P's shape and nothing but the spare slot refers to them (the rows two steps back in a
-    chain, which the chain has let go), else a new array like P.
+    P's shape and dtype and nothing but the spare slot refers to them (the rows two steps back
+    in a chain, which the chain has let go), else a new array like P.
 
-    The reference count is the test (CPython's, as NumPy's own reuse of temporaries):
-    ``sys.getrefcount`` = 2 (the local name and the call's argument) means no other name,
-    container, view or exported buffer can see the rows, so writing over them is invisible."""
+    The reference count is the test (as NumPy's own reuse of temporaries): the count of a
+    lone array, measured at import the same way (``_LONE``), means no other name, container,
+    view or exported buffer can see the rows, so writing over them is invisible."""
     w = _WORK
     spare, w.spare = w.spare, None
-    if spare is not None and spare.shape == P.shape and sys.getrefcount(spare) == 2:
+    if (spare is not None and _LONE is not None and spare.shape == P.shape
+            and spare.dtype == P.dtype and sys.getrefcount(spare) == _LONE):
         return spare
     return np.empty_like(P)
 
