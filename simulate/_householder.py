@@ -208,12 +208,10 @@ def _shifted_exp2(xp, z, shift):
     if isinstance(z, np.ndarray):
         z -= shift[..., None]
         return np.exp2(z, out=z)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(z, torch.Tensor):
-        if not (torch.is_grad_enabled() and (z.requires_grad or shift.requires_grad)):
-            return z.sub_(shift[..., None]).exp2_()
-        return (z - shift[..., None]).exp2_()
-    return _exp2(xp, z - shift[..., None])
+    if _eager_torch(z, shift) is not None:
+        return z.sub_(shift[..., None]).exp2_()
+    p = z - shift[..., None]  # a new array: in place from here on (torch under autograd too)
+    return p.exp2_() if hasattr(p, "exp2_") else _exp2(xp, p)
 
 
 def _product_into(a, b, out):
@@ -222,11 +220,19 @@ def _product_into(a, b, out):
     per step; a new array elsewhere (the array API has no ``out=``). The same values."""
     if isinstance(out, np.ndarray):
         return np.matmul(a, b, out=out)
+    torch = _eager_torch(out, a, b)
+    return a @ b if torch is None else torch.matmul(a, b, out=out)
+
+
+def _eager_torch(*arrays):
+    """The torch module when the arrays are torch tensors outside autograd (in-place writes
+    and ``out=`` are then allowed: no saved tensor can change), else None."""
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(out, torch.Tensor):
-        if not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)):
-            return torch.matmul(a, b, out=out)
-    return a @ b
+    if torch is None or not isinstance(arrays[0], torch.Tensor):
+        return None
+    if torch.is_grad_enabled() and any(a.requires_grad for a in arrays):
+        return None
+    return torch
 
 
 def _layout(t: int, chunk: int) -> tuple[int, int, int]:
