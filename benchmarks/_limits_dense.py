@@ -12,7 +12,7 @@ Byte model, build + T rollout matrix–vector products over n² float64:
     bytes = (2 + T) · 8 n²
 
 - build: A read once and the kernel's copy written once (the checks and the row sums run on
-  the cached row block, posflow.simulate._validate.dense_checked_copy): 2 · 8 n²;
+  each row while it is in the L1 cache, posflow.simulate._validate.dense_checked_copy): 2 · 8 n²;
 - rollout: each layer's p ↦ (1 − λ) p + λ p A reads A once: T · 8 n²;
 - vectors of length n, the write-allocate read of the copy and the page faults of a new
   (n, n) array are not counted (they are why 100 % is out of reach for the build).

@@ -147,18 +147,78 @@ def read_text(path, name: str, max_bytes: int) -> str:
 # ---------------------------------------------------------------------------------------------
 # dense kernels: the entry rules and the copy in one pass
 
-_BLOCK_BYTES = 2**18  # 256 KiB of rows per block: the row sums read the block from the L2 cache
+@njit(cache=True, nogil=True)
+def _pairwise_leaf(a, lo, n):  # pragma: no cover - compiled
+    # NumPy's pairwise sum of a[lo:lo + n] for n ≤ 128: below 8 entries a plain loop; else eight
+    # accumulators, combined as ((0+1)+(2+3))+((4+5)+(6+7)), then the rest one by one.
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    b = a[lo : lo + n]
+    r0, r1, r2, r3, r4, r5, r6, r7 = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+    m = n - n % 8
+    for t in range(8, m, 8):
+        c = b[t : t + 8]  # a slice from 0: constant indices, no wraparound test
+        r0 += c[0]
+        r1 += c[1]
+        r2 += c[2]
+        r3 += c[3]
+        r4 += c[4]
+        r5 += c[5]
+        r6 += c[6]
+        r7 += c[7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(m, n):
+        res += b[i]
+    return res
 
 
 @njit(cache=True, nogil=True)
-def _copy_rows_checked(A, causal, out, r0, r1):  # pragma: no cover - compiled
-    # out[r0:r1] = A[r0:r1] with the strict upper triangle zeroed when causal; True when every
+def _pairwise_sum(a, k, frames, vals):  # pragma: no cover - compiled
+    # NumPy's pairwise sum of a (numpy/_core/src/umath/loops_utils.h.src), the same additions
+    # in the same order: above 128 entries the sum of the halves split at n2 = n//2 rounded down
+    # to a multiple of 8, each summed the same way; up to 128, _pairwise_leaf. Evaluated in
+    # post-order on an explicit stack (numba's cache cannot hold a recursive function):
+    # frames[s] = (lo, n, halves done), vals the finished subtotals. Entries at index ≥ k are
+    # known to be +0.0: a subtree wholly beyond k sums to +0.0 exactly and is not read.
+    frames[0, 0], frames[0, 1], frames[0, 2] = 0, a.shape[0], 0
+    sp, vp = 1, 0
+    while sp > 0:
+        lo, n, done = frames[sp - 1, 0], frames[sp - 1, 1], frames[sp - 1, 2]
+        if lo >= k or n <= 128:
+            vals[vp] = 0.0 if lo >= k else _pairwise_leaf(a, lo, n)
+            vp += 1
+            sp -= 1
+        elif done == 2:
+            vals[vp - 2] = vals[vp - 2] + vals[vp - 1]
+            vp -= 1
+            sp -= 1
+        else:
+            n2 = n // 2
+            n2 -= n2 % 8
+            frames[sp - 1, 2] = done + 1
+            frames[sp, 0] = lo if done == 0 else lo + n2
+            frames[sp, 1] = n2 if done == 0 else n - n2
+            frames[sp, 2] = 0
+            sp += 1
+    return vals[0]
+
+
+@njit(cache=True, nogil=True)
+def _copy_rows_checked(A, causal, out, sums):  # pragma: no cover - compiled
+    # out = A with the strict upper triangle zeroed when causal, sums[i] = np.sum(out[i]) bit
+    # for bit (the row is summed from the L1 cache right after it is written); True when every
     # entry is finite and ≥ −NEG_TOL and, when causal, |A[i, j]| ≤ CAUSAL_TOL for j > i (which
-    # implies the other two). The loops run over slices from 0 (no negative-index wraparound
-    # test), so LLVM vectorises them; `ok` is reduced with `&` (no branch), NaN fails every test.
+    # implies the other two), False at the end of the first row that fails. The loops run over
+    # slices from 0 (no negative-index wraparound test), so LLVM vectorises them; `ok` is
+    # reduced with `&` (no branch), NaN fails every test.
     n = A.shape[1]
     ok = True
-    for i in range(r0, r1):
+    frames = np.empty((64, 3), np.int64)  # the halves shrink n at least twofold: depth < 64
+    vals = np.empty(64)
+    for i in range(A.shape[0]):
         k = i + 1 if causal else n
         a = A[i, :k]
         o = out[i, :k]
@@ -171,16 +231,19 @@ def _copy_rows_checked(A, causal, out, r0, r1):  # pragma: no cover - compiled
         for j in range(n - k):
             ok = ok & (abs(a[j]) <= CAUSAL_TOL)  # read before the 0 is written: out may be A
             o[j] = 0.0
-    return ok
+        if not ok:
+            return False
+        sums[i] = 0.0 + _pairwise_sum(out[i], k, frames, vals)  # NumPy adds to its identity, +0.0
+    return True
 
 
 def dense_checked_copy(A: np.ndarray, causal: bool, out: np.ndarray) -> np.ndarray | None:
     """Copy a square matrix into ``out`` while checking the entry rules of a dense kernel.
 
-    One pass over the rows of ``A``, in blocks of 256 KiB: a compiled loop copies each row
-    (zeroing the strict upper triangle when ``causal``) and checks its entries, then NumPy sums
-    the block's rows while they are in cache. Memory traffic: ``A`` read once and ``out``
-    written once, 16 n² bytes (two matrix–vector products' worth), where the array-API check
+    One compiled pass over the rows of ``A``: each row is copied (its strict upper triangle
+    zeroed when ``causal``), its entries checked, and its sum taken while it is in the L1 cache.
+    Memory traffic: ``A`` read once and ``out`` written once, 16 n² bytes (two matrix–vector
+    products' worth), where the array-API check
     (:func:`posflow.simulate.kernels._validated`) makes about ten passes and (n, n) temporaries.
 
     .. math::
@@ -199,16 +262,11 @@ def dense_checked_copy(A: np.ndarray, causal: bool, out: np.ndarray) -> np.ndarr
     Returns
     -------
     sums : ndarray, shape (n,), or None
-        The row sums of ``out`` by ``np.sum(out, axis=1)`` (the same pairwise sums, bit for
-        bit) when every entry passes; None as soon as a block fails (``out`` is then partly
-        written), so that the caller can run the full check for its message.
+        The row sums of ``out``, bit for bit ``np.sum(out, axis=1)``: NumPy's pairwise sum,
+        the same additions in the same order (:func:`_pairwise_sum`; the zeros of a causal
+        row's upper triangle are not read, which adds nothing). None at the first row that
+        fails (``out`` is then partly written), so that the caller can run the full check for
+        its message.
     """
-    n = A.shape[0]
-    rows = max(1, _BLOCK_BYTES // (8 * n))
-    sums = np.empty(n)
-    for r0 in range(0, n, rows):
-        r1 = min(n, r0 + rows)
-        if not _copy_rows_checked(A, causal, out, r0, r1):
-            return None
-        np.sum(out[r0:r1], axis=1, out=sums[r0:r1])
-    return sums
+    sums = np.empty(A.shape[0])
+    return sums if _copy_rows_checked(A, causal, out, sums) else None

@@ -709,8 +709,8 @@ def test_dense_kernel_agrees_with_a_plain_numpy_check(n, causal, kind, layout, s
 def test_the_one_pass_check_gives_numpys_row_sums_and_matrix_bit_for_bit(n, causal):
     """dense_checked_copy: the copy (upper triangle zeroed when causal) and np.sum's pairwise
     row sums of it, bit for bit, for n across the 8- and 128-entry blocks of NumPy's pairwise
-    sum and across several 256 KiB row blocks (n = 300: 109 rows per block; n = 1000: 32);
-    checked in place too (out = A). Entries spanning 10 decades make any other order show."""
+    sum (n = 1000: splits that are not multiples of 128); checked in place too (out = A).
+    Entries spanning 10 decades make any other order show."""
     rng = np.random.default_rng(n)
     A = rng.random((n, n)) * 10.0 ** rng.integers(-5, 5, (n, n))
     want = np.tril(A) if causal else A.copy()
@@ -726,6 +726,23 @@ def test_the_one_pass_check_gives_numpys_row_sums_and_matrix_bit_for_bit(n, caus
 
 
 @pytest.mark.parametrize(
+    "n", [*range(1, 10), *range(10, 300, 7), 383, 384, 385, 1000, 2048, 4097, 65549]
+)
+def test_the_compiled_pairwise_sum_is_numpys_bit_for_bit(n):
+    """_pairwise_sum against np.sum (its reference: the same additions in the same order) for
+    n across the 8- and 128-entry blocks and splits that are not powers of two, with the
+    entries from k on zero (a causal row) for k at the ends, inside a leaf and at random;
+    entries over 16 decades, so that any other order or a skipped nonzero entry shows."""
+    rng = np.random.default_rng(n)
+    a = rng.random(n) * 10.0 ** rng.integers(-8, 8, n)
+    frames, vals = np.empty((64, 3), np.int64), np.empty(64)
+    for k in sorted({0, 1, 7, 9, 127, 129, n // 3, n - 1, n, int(rng.integers(0, n + 1))}):
+        b = a.copy()
+        b[min(k, n) :] = 0.0
+        assert 0.0 + _validate._pairwise_sum(b, min(k, n), frames, vals) == np.sum(b), k
+
+
+@pytest.mark.parametrize(
     ("kind", "value", "ok"),
     [("lower", 0.0, True), ("lower", -1e-12, True), ("lower", np.nextafter(-1e-12, -1), False),
      ("lower", np.nan, False), ("lower", np.inf, False), ("lower", -np.inf, False),
@@ -736,7 +753,7 @@ def test_the_one_pass_check_gives_numpys_row_sums_and_matrix_bit_for_bit(n, caus
 @pytest.mark.parametrize("block", ["first", "last"])
 def test_the_one_pass_check_draws_each_line_where_the_rules_do(kind, value, ok, block):
     """Each entry rule at its boundary (tolerances inclusive, the next float beyond them
-    refused, NaN and ±inf refused), in the first and in the last row block (n = 300)."""
+    refused, NaN and ±inf refused), in the first and in the last rows (n = 300)."""
     n = 300
     A = random_kernel(np.random.default_rng(1), n, True)
     i = 1 if block == "first" else n - 2
@@ -782,7 +799,7 @@ def test_each_dense_kernel_error_keeps_its_message(A, causal, message):
 
 
 def test_a_large_kernel_reports_the_entry_in_its_last_block():
-    """n = 600 (at least 11 row blocks): a violation late in the matrix is found and named."""
+    """n = 600: a violation late in the matrix is found and named."""
     n = 600
     A = random_kernel(np.random.default_rng(5), n, True)
     A[n - 1, 3] = -1e-9
