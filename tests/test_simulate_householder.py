@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from posflow.simulate import backend
+from posflow.simulate import _householder, backend
 from posflow.simulate._householder import path_score_rows
 from posflow.simulate.transport import (
     householder_route_scores,
@@ -295,6 +295,42 @@ def test_path_attention_leaves_its_inputs_as_they_were(bias):
         assert all(np.array_equal(np.asarray(x), a) for x, a in zip(inputs, args, strict=True))
         again = path_attention(*inputs[:5], chunk=2, bias=inputs[5] if bias else None)
         assert np.array_equal(np.asarray(got), np.asarray(again))
+
+
+@pytest.mark.parametrize("where", ["numpy", "torch", "torch autograd"])
+def test_the_in_place_value_update_is_the_plain_expression_bit_for_bit(where):
+    """_rescaled_plus_product against alpha·acc + a @ b (its reference, the expression it
+    replaces): equal bit for bit; in place (acc overwritten, the product in buf) on NumPy and
+    torch outside autograd, new arrays under autograd (acc kept for the gradient)."""
+    if where != "numpy" and not HAS_TORCH:
+        pytest.skip("torch is not installed")
+    rng = np.random.default_rng(7)
+    acc, a, b = (rng.standard_normal(shape) for shape in [(3, 4, 5), (3, 4, 6), (3, 6, 5)])
+    alpha = rng.uniform(0, 1, (3, 1, 5))
+    conv = (lambda x: x) if where == "numpy" else torch.from_numpy
+    args = [conv(x.copy()) for x in (acc, alpha, a, b)]
+    want = np.asarray(args[1] * args[0] + args[2] @ args[3])  # the backend's own products
+    if where == "torch autograd":
+        args[1].requires_grad_(True)
+    buf = conv(np.empty((3, 4, 5)))
+    got = _householder._rescaled_plus_product(*args, buf)
+    plain = [np.asarray(x.detach() if where != "numpy" else x) for x in (got, args[0])]
+    np.testing.assert_array_equal(plain[0], want)
+    in_place = where != "torch autograd"
+    assert (got is args[0]) == in_place
+    assert np.array_equal(plain[1], acc) != in_place
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_work_arrays_take_the_shape_dtype_and_device_asked_for():
+    """_work_array: on torch (a CPU tensor over NumPy memory outside autograd, torch's own under
+    it) and on NumPy, an array of the shape, dtype and device of ``like``, writable."""
+    for like in (torch.zeros(3, dtype=torch.float64), torch.zeros(3).requires_grad_(True)):
+        w = _householder._work_array(torch, (2, 3), like)
+        assert isinstance(w, torch.Tensor) and w.shape == (2, 3) and w.dtype == like.dtype
+        assert w.device == like.device and not w.requires_grad
+        w.fill_(1.0)
+    assert _householder._work_array(np, (4,), np.zeros(1, np.float32)).dtype == np.float32
 
 
 # ---------------------------------------------------------------------------------------------
