@@ -1,6 +1,6 @@
 """How close each code path runs to the machine's limits, measured in one process on one core.
 
-    python benchmarks/limits.py [--quick] [--only NAME] [--out PATH] [--clock cpu|wall]
+    python benchmarks/limits.py [--quick] [--only NAME] [--rounds R] [--out PATH] [--clock cpu|wall]
 
 Two references are measured first, in the same process and on the same core, best of 5:
 
@@ -19,6 +19,15 @@ above the number of idle cores means the numbers are low). ``--only NAME`` runs 
 (the references are always measured). The table is written to ``benchmarks/results/limits.md``
 (rows of sections not run this time are kept); ``--quick`` runs tiny sizes and writes only to
 an ``--out`` given explicitly.
+
+Rounds: the references and every section are measured ``--rounds`` times (5 by default), in
+turn, and each round's rows are held against that round's references, so that a change of the
+machine's state between rounds moves a path and its reference together. The table gives the
+median over the rounds of the achieved rate, of the reference and of their ratio, the ratio's
+range, the issue's goal where the row has one (``GOALS``), how many rounds met it, and the
+highest load seen. On this shared machine the state of the host changes within minutes (the
+same matmul at 40 and at 63 GFLOP/s): one round is an anecdote, the range over rounds says how
+far a number can be trusted.
 
 Clock: every time is the best of 5 on this process's CPU clock (``time.process_time``; one
 thread, so on an idle core it is the wall time): on this shared machine the load of other
@@ -50,7 +59,18 @@ from posflow.simulate.kernels import alibi_kernel, alibi_slopes
 from posflow.simulate.rollout import constant, influence
 
 REPEAT = 5  # best of 5 (≥ 3) for every timing
+ROUNDS = 5  # references and sections measured five times in turn (--rounds)
 CLOCK = "cpu"  # or "wall" (--clock)
+
+# The goals of issue 26 as (comparison, % of the row's reference), by the start of the path
+# text; rows without one are context (the other rates).
+GOALS = {
+    "influence, ALiBi 1 head": (">=", 70.0),
+    "influence, ALiBi 32 heads": (">=", 30.0),
+    "dense_kernel build + influence": (">=", 80.0),
+    "path_attention torch/NumPy speed": (">=", 100.0),
+    "householder_route_scores (NumPy)": ("<=", 100.0),
+}
 
 
 def best(fn, repeat: int):
@@ -80,6 +100,30 @@ class Row:
     @property
     def percent(self) -> float:
         return 100.0 * self.achieved / self.reference
+
+
+def goal_of(path: str) -> tuple[str, float] | None:
+    """The goal of a row (``GOALS``), or None."""
+    return next((g for start, g in GOALS.items() if path.startswith(start)), None)
+
+
+@dataclass
+class Summary:
+    """One path over the rounds: its rows, one per round, each against that round's references."""
+
+    rows: list[Row]
+
+    @property
+    def percents(self) -> np.ndarray:
+        return np.array([r.percent for r in self.rows])
+
+    def met(self) -> int | None:
+        """How many rounds met the goal (None for a row without one)."""
+        goal = goal_of(self.rows[0].path)
+        if goal is None:
+            return None
+        op, value = goal
+        return int(np.sum(self.percents >= value if op == ">=" else self.percents <= value))
 
 
 def load1() -> float:
@@ -203,14 +247,32 @@ SECTIONS: list[tuple[str, Callable[[dict, bool], list[Row]]]] = [
 # ------------------------------------------------------------------------------------------
 # the table
 
-HEADER = ["| section | path | achieved | reference | % of reference | load (1 min) |",
-          "|---|---|---|---|---|---|"]  # fmt: skip
+HEADER = ["| section | path | achieved | reference | % of reference | % range | goal | rounds "
+          "meeting it | load (1 min) |",
+          "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
 
 
 def table_line(section: str, row: Row) -> str:
+    """One round's row (printed as it is measured)."""
     return (
         f"| {section} | {row.path} | {row.achieved:.2f} {row.unit} | {row.ref_name} "
         f"{row.reference:.2f} {row.unit} | {row.percent:.0f} % | {row.load:.2f} |"
+    )
+
+
+def summary_line(section: str, s: Summary) -> str:
+    """A path over the rounds: medians of the achieved rate, the reference and the % (each
+    round's own ratio), the % range, the goal, the rounds meeting it, the highest load."""
+    r0 = s.rows[0]
+    med = lambda xs: float(np.median(xs))  # noqa: E731
+    goal, met = goal_of(r0.path), s.met()
+    goal_text = "–" if goal is None else f"{'≥' if goal[0] == '>=' else '≤'} {goal[1]:.0f} %"
+    return (
+        f"| {section} | {r0.path} | {med([r.achieved for r in s.rows]):.2f} {r0.unit} | "
+        f"{r0.ref_name} {med([r.reference for r in s.rows]):.2f} {r0.unit} | "
+        f"{med(s.percents):.0f} % | {s.percents.min():.0f}–{s.percents.max():.0f} % | "
+        f"{goal_text} | {'–' if met is None else f'{met} of {len(s.rows)}'} | "
+        f"{max(r.load for r in s.rows):.2f} |"
     )
 
 
@@ -226,20 +288,26 @@ def kept_lines(path: Path, sections: set[str]) -> list[str]:
     return out
 
 
-def write_table(path: Path, refs: dict, results: dict[str, list[Row]]) -> str:
-    """Write (and return) the markdown table: this run's rows, and the kept rows of others."""
+def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]]) -> str:
+    """Write (and return) the markdown table: this run's paths over its rounds (``refs``: the
+    references of each round), and the kept rows of sections not run."""
+    tri, mm = (np.array([r[k] for r in refs]) for k in ("triad", "matmul"))
     lines = [
         "# Code paths against the machine's limits (one core, one process)",
         "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
-        f"references of the last run: triad {refs['triad']:.2f} GB/s, float64 matmul "
-        f"{refs['matmul']:.2f} GFLOP/s (load {refs['load']:.2f}); times: best of {REPEAT} on the "
-        f"{'process CPU' if refs.get('clock', 'cpu') == 'cpu' else 'wall'} clock. Byte and flop "
+        f"{len(refs)} round{'s' if len(refs) > 1 else ''}, references of each round measured "
+        f"just before it: triad {tri.min():.2f}–{tri.max():.2f} GB/s, float64 matmul "
+        f"{mm.min():.2f}–{mm.max():.2f} GFLOP/s (load {min(r['load'] for r in refs):.2f}–"
+        f"{max(r['load'] for r in refs):.2f}); times: best of {REPEAT} on the "
+        f"{'process CPU' if refs[0].get('clock', 'cpu') == 'cpu' else 'wall'} clock. Columns: "
+        "medians over the rounds (% of reference: the median of each round's own ratio), the "
+        "range of that ratio, the goal (issue 26) and how many rounds met it. Byte and flop "
         "models: benchmarks/limits.py.",
         "",
         *HEADER,
         *kept_lines(path, set(results)),
-        *(table_line(name, row) for name, rows in results.items() for row in rows),
+        *(summary_line(name, s) for name, sums in results.items() for s in sums),
     ]
     text = "\n".join(lines)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -254,24 +322,40 @@ def main(argv=None) -> dict[str, list[Row]]:
                     help="run only this section: " + ", ".join(n for n, _ in SECTIONS))  # fmt: skip
     ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                     help="time on the process CPU clock (default) or the wall clock")  # fmt: skip
+    ap.add_argument("--rounds", type=int, default=None,
+                    help=f"measure references and sections this many times in turn (default "
+                    f"{ROUNDS}; 1 with --quick)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None,
                     help="the table (default results/limits.md; none with --quick)")  # fmt: skip
     args = ap.parse_args(argv)
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else ROUNDS)
+    if rounds < 1:
+        ap.error(f"--rounds must be at least 1; got {rounds}")
     global CLOCK
     CLOCK = args.clock
-    refs = references(args.quick)
-    refs["clock"] = CLOCK
-    print(f"triad  {refs['triad']:.2f} GB/s   matmul {refs['matmul']:.2f} GFLOP/s   "
-          f"load {refs['load']:.2f}")  # fmt: skip
-    results = {}
-    for name, fn in SECTIONS:
-        if args.only in (None, name):
-            results[name] = fn(refs, args.quick)
-            for row in results[name]:
-                print(table_line(name, row))
+    all_refs, per_round = [], {}
+    for k in range(rounds):
+        refs = references(args.quick)
+        refs["clock"] = CLOCK
+        all_refs.append(refs)
+        print(f"round {k + 1}/{rounds}: triad {refs['triad']:.2f} GB/s   matmul "
+              f"{refs['matmul']:.2f} GFLOP/s   load {refs['load']:.2f}", flush=True)  # fmt: skip
+        for name, fn in SECTIONS:
+            if args.only in (None, name):
+                rows = fn(refs, args.quick)
+                per_round.setdefault(name, []).append(rows)
+                for row in rows:
+                    print(table_line(name, row), flush=True)
+    results = {name: [Summary(list(rs)) for rs in zip(*rounds_, strict=True)]
+               for name, rounds_ in per_round.items()}  # fmt: skip
+    if rounds > 1:
+        print("over the rounds:")
+        for name, sums in results.items():
+            for s in sums:
+                print(summary_line(name, s))
     out = args.out if args.out is not None or args.quick else RESULTS / "limits.md"
     if out is not None:
-        write_table(out, refs, results)
+        write_table(out, all_refs, results)
     return results
 
 
