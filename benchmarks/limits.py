@@ -2,7 +2,8 @@
 
     python benchmarks/limits.py [--quick] [--only NAME] [--rounds R] [--out PATH] [--clock cpu|wall]
 
-Two references are measured first, in the same process and on the same core, best of 5:
+Two references are measured before each section, in the same process and on the same core,
+best of 5:
 
 - ``triad``: the STREAM triad a = b + s·c on float64 arrays of 2^24 elements (128 MiB each,
   four times the largest last-level cache we run on), computed by NumPy in blocks of 2^14
@@ -20,14 +21,15 @@ above the number of idle cores means the numbers are low). ``--only NAME`` runs 
 (rows of sections not run this time are kept); ``--quick`` runs tiny sizes and writes only to
 an ``--out`` given explicitly.
 
-Rounds: the references and every section are measured ``--rounds`` times (5 by default), in
-turn, and each round's rows are held against that round's references, so that a change of the
-machine's state between rounds moves a path and its reference together. The table gives the
-median over the rounds of the achieved rate, of the reference and of their ratio, the ratio's
-range, the issue's goal where the row has one (``GOALS``), how many rounds met it, and the
-highest load seen. On this shared machine the state of the host changes within minutes (the
-same matmul at 40 and at 63 GFLOP/s): one round is an anecdote, the range over rounds says how
-far a number can be trusted.
+Rounds: every section is measured ``--rounds`` times (5 by default), in turn, each time right
+after the references are measured again, and its rows are held against those references, so
+that a change of the machine's state between sections and rounds moves a path and its
+reference together. The table gives the median over the rounds of the achieved rate, of the
+reference and of their ratio, the ratio's range, the issue's goal where the row has one
+(``GOALS``; for the full sizes), how many rounds met it, and the highest load seen. On this
+shared machine the state of the host changes within minutes (the same matmul at 40 and at
+63 GFLOP/s): one round is an anecdote, the range over rounds says how far a number can be
+trusted.
 
 Clock: every time is the best of 5 on this process's CPU clock (``time.process_time``; one
 thread, so on an idle core it is the wall time): on this shared machine the load of other
@@ -290,14 +292,16 @@ def kept_lines(path: Path, sections: set[str]) -> list[str]:
 
 def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]]) -> str:
     """Write (and return) the markdown table: this run's paths over its rounds (``refs``: the
-    references of each round), and the kept rows of sections not run."""
+    references measured before each section of each round), and the kept rows of sections not
+    run."""
+    rounds = max((len(s.rows) for sums in results.values() for s in sums), default=1)
     tri, mm = (np.array([r[k] for r in refs]) for k in ("triad", "matmul"))
     lines = [
         "# Code paths against the machine's limits (one core, one process)",
         "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
-        f"{len(refs)} round{'s' if len(refs) > 1 else ''}, references of each round measured "
-        f"just before it: triad {tri.min():.2f}–{tri.max():.2f} GB/s, float64 matmul "
+        f"{rounds} round{'s' if rounds > 1 else ''}, references measured again just before "
+        f"each section: triad {tri.min():.2f}–{tri.max():.2f} GB/s, float64 matmul "
         f"{mm.min():.2f}–{mm.max():.2f} GFLOP/s (load {min(r['load'] for r in refs):.2f}–"
         f"{max(r['load'] for r in refs):.2f}); times: best of {REPEAT} on the "
         f"{'process CPU' if refs[0].get('clock', 'cpu') == 'cpu' else 'wall'} clock. Columns: "
@@ -335,17 +339,19 @@ def main(argv=None) -> dict[str, list[Row]]:
     CLOCK = args.clock
     all_refs, per_round = [], {}
     for k in range(rounds):
-        refs = references(args.quick)
-        refs["clock"] = CLOCK
-        all_refs.append(refs)
-        print(f"round {k + 1}/{rounds}: triad {refs['triad']:.2f} GB/s   matmul "
-              f"{refs['matmul']:.2f} GFLOP/s   load {refs['load']:.2f}", flush=True)  # fmt: skip
         for name, fn in SECTIONS:
-            if args.only in (None, name):
-                rows = fn(refs, args.quick)
-                per_round.setdefault(name, []).append(rows)
-                for row in rows:
-                    print(table_line(name, row), flush=True)
+            if args.only not in (None, name):
+                continue
+            refs = references(args.quick)  # measured again just before each section
+            refs["clock"] = CLOCK
+            all_refs.append(refs)
+            print(f"round {k + 1}/{rounds}, {name}: triad {refs['triad']:.2f} GB/s   "
+                  f"matmul {refs['matmul']:.2f} GFLOP/s   load {refs['load']:.2f}",
+                  flush=True)  # fmt: skip
+            rows = fn(refs, args.quick)
+            per_round.setdefault(name, []).append(rows)
+            for row in rows:
+                print(table_line(name, row), flush=True)
     results = {name: [Summary(list(rs)) for rs in zip(*rounds_, strict=True)]
                for name, rounds_ in per_round.items()}  # fmt: skip
     if rounds > 1:
