@@ -196,9 +196,10 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
     would not fit in memory; TypeError for a non-integer ``n``.
     Every step is a convex combination, so p stays finite and sums to 1 at any depth (within
     3 ulp on NumPy for row-stochastic kernels: the mass projection of the module docstring;
-    a step that really loses mass keeps its loss); entries below 2.2e-308 underflow to 0 (for
-    causal kernels p(n−1) = P_{n−1,n−1}, whose log ``diagonal(kernels, lambdas, log=True)[-1]``
-    stays exact).
+    a step that really loses mass keeps its loss); entries below 2.2e-308 (the smallest normal
+    float64) are kept as subnormals, with fewer significant bits the smaller they are, and
+    those below 4.9e-324 are 0 (for causal kernels p(n−1) = P_{n−1,n−1}, whose log
+    ``diagonal(kernels, lambdas, log=True)[-1]`` stays exact).
     """
     ks, lam = _layers(kernels, lambdas)
     size = _size(kernels, ks, n)
