@@ -114,11 +114,14 @@ def _as_finite(at: Place, x, name: str):
     return x
 
 
-def _check(q, k, w, beta, route: str, chunk: int, v=None):
-    """Validated float64 arrays on one namespace: (at, q, k, w, β (…, T), v, shift, chunk)."""
+def _check(q, k, w, beta, route: str, chunk: int, v=None, bias=None):
+    """Validated float64 arrays on one namespace: (at, q, k, w, β (…, T), v, shift, chunk).
+
+    The namespace and device are those of all array arguments, the values and the bias too
+    (one argument off NumPy takes the call there); the bias is checked by the caller."""
     shift = check_route(route)
     chunk = check_int(chunk, "chunk", 1)
-    at = namespace_of(q, k, w, beta, *(() if v is None else (v,)))
+    at = namespace_of(q, k, w, beta, *(x for x in (v, bias) if x is not None))
     xp = at.xp
     q, k, w = (_as_finite(at, x, name) for x, name in ((q, "q"), (k, "k"), (w, "w")))
     if q.ndim < 2 or q.shape[-2] < 1 or q.shape[-1] < 1:
@@ -553,7 +556,7 @@ def path_attention(
         Chunk length C (``min(C, T)`` is used); 64 by default.
     bias : array, shape (..., T, T), optional
         Finite additive logits b_ij (e.g. ALiBi), broadcasting over the leading dims; the causal
-        mask j ≤ i is applied on top.
+        mask j ≤ i is applied on top. Its backend and device count as the other arguments'.
     scale : float, optional
         σ; 1/√D by default.
 
@@ -567,7 +570,7 @@ def path_attention(
     ValueError for mismatched shapes, non-unit w (tolerance 1e-12), β outside [0, 2],
     non-finite input or scale, an unknown route; TypeError for a non-integer chunk.
     """
-    at, q, k, w, beta, v, shift, chunk = _check(q, k, w, beta, route, chunk, v)
+    at, q, k, w, beta, v, shift, chunk = _check(q, k, w, beta, route, chunk, v, bias)
     xp = at.xp
     t, d = q.shape[-2], q.shape[-1]
     sigma = 1.0 / math.sqrt(d) if scale is None else scale

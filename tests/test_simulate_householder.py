@@ -546,7 +546,7 @@ def test_v_of_another_batch_shape_is_rejected():
 # one array off NumPy takes the whole call there (array-api-strict's second device: arrays of
 # two devices cannot be combined, so every array built inside must follow the inputs' device)
 
-@pytest.mark.parametrize("which", range(5))
+@pytest.mark.parametrize("which", range(6))
 def test_one_argument_on_another_backend_and_device_moves_the_call_there(which):
     xp = pytest.importorskip("array_api_strict")
     dev = xp.Device("device1")
@@ -554,15 +554,15 @@ def test_one_argument_on_another_backend_and_device_moves_the_call_there(which):
     q, k, w, b = draw(34, t, d, lead=lead)
     rng = np.random.default_rng(35)
     v, bias = rng.standard_normal((*lead, t, 2)), rng.standard_normal((1, t, t))
-    args = [q, k, v, w, b]
+    args = [q, k, v, w, b, bias]  # which = 5: the bias alone
     args[which] = backend.asarray(args[which], "array_api_strict", dev)
-    o = path_attention(*args, "from_source", 4, bias=bias, scale=0.6)
+    o = path_attention(*args[:5], "from_source", 4, bias=args[5], scale=0.6)
     assert backend.backend_of(o) == "array_api_strict" and o.device == dev
-    if which != 2:  # v is not an argument of the scores
+    if which not in (2, 5):  # neither v nor the bias is an argument of the scores
         s = householder_route_scores(*(args[i] for i in (0, 1, 3, 4)), "from_source", 4)
         assert backend.backend_of(s) == "array_api_strict" and s.device == dev
     for h in range(lead[0]):
         ref = dense_scores(q[h], k[h], w[h], b[h], "from_source")
         assert max_err(o[h, ...], softmax_output(ref, v[h], 0.6, bias[0])) <= TOL
-        if which != 2:
+        if which not in (2, 5):
             assert max_err(s[h, ...], ref) <= TOL
