@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 from torch.nn import functional as F  # noqa: E402
 
 from posflow.simulate.models import extrapolate_seeds as ES  # noqa: E402
+from posflow.simulate.models._store import code_identity  # noqa: E402
 from posflow.simulate.models.bpe import BPEConfig  # noqa: E402
 from posflow.simulate.models.seed_store import load_seed_store, log_ratios  # noqa: E402
 from posflow.theory.transport import blocks_mixed  # noqa: E402
@@ -144,6 +145,7 @@ def test_a_tiny_store_end_to_end_then_resumes(tmp_path, monkeypatch):
         ES.run_seeds(other, tmp_path / "store")
     blob = json.loads((tmp_path / "store" / "rope__s0.json").read_text())
     assert blob["draws"] == 1 and np.asarray(blob["nats_by_draw"]).shape == (1, 2, 3)
+    assert blob["code"] == code_identity(ES.TRAINING_SOURCES)  # the code that wrote the run
 
 
 def test_mixing_counts_equal_the_exact_count_of_at6():

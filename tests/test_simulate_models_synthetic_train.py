@@ -2,6 +2,7 @@
 against the plain forward pass, a tiny store that is written, resumed and refused when its
 configuration differs, and bad input."""
 
+import importlib.metadata
 import json
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from posflow.simulate.models import synthetic_train as ST  # noqa: E402
+from posflow.simulate.models._store import code_identity  # noqa: E402
 from posflow.simulate.models.extrapolate_seeds import mixing_base  # noqa: E402
 from posflow.simulate.models.synthetic import AssociativeRecall, FlipFlop  # noqa: E402
 
@@ -104,6 +106,7 @@ def test_a_tiny_store_is_written_resumed_and_guarded(tmp_path):
                                          "flipflop-p0.8__random_qkv__s0.json"]  # fmt: skip
     rec = json.loads(written[1].read_text())
     assert rec["scheme_options"] == {"base": cfg.base, "seed": 0} and rec["eval_seed"] == 1234
+    assert rec["code"] == code_identity(ST.TRAINING_SOURCES)  # the code that wrote the run
     assert rec["train"]["steps"] == 4 and rec["train"]["cpu_seconds"] > 0
     ev = rec["eval"]
     assert set(ev) == {"flipflop-p0.8", "flipflop-p0.98"}
@@ -219,3 +222,14 @@ def test_the_module_command_takes_sizes_tasks_and_device(tmp_path, capsys):
     assert ST.SyntheticRunConfig().key() != ST.SyntheticRunConfig(train_len=16, n_layer=1,
                                                                   d_model=32).key()  # fmt: skip
     assert ST.SyntheticRunConfig(device="meta").key() == ST.SyntheticRunConfig().key()
+
+
+def test_the_code_identity_hashes_the_named_sources_and_names_the_version():
+    """code_identity: the same files give the same hash, another list another; the sources it
+    names exist in the installed package (a missing one is an error, not a silent skip)."""
+    a = code_identity(ST.TRAINING_SOURCES)
+    assert a == code_identity(ST.TRAINING_SOURCES) and len(a["sources"]) == 16
+    assert code_identity(ST.TRAINING_SOURCES[:-1])["sources"] != a["sources"]
+    assert a["posflow"] == importlib.metadata.version("posflow")
+    with pytest.raises(FileNotFoundError):
+        code_identity(["models/no_such_module.py"])

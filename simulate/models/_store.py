@@ -7,8 +7,10 @@ process never leaves a half-written run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from importlib import metadata, resources
 from pathlib import Path
 
 
@@ -17,6 +19,26 @@ def write_json(path: Path, obj) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(obj, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+def code_identity(modules) -> dict:
+    """What code wrote a stored record: ``{"posflow": version, "sources": sha256}``.
+
+    ``sources`` is the sha256 (first 16 hex digits) of the named source files, paths relative
+    to the ``posflow.simulate`` package (e.g. ``"models/lm.py"``), read from the installed
+    package as :func:`posflow.simulate.models.train.training_code_hash` reads its own. It is a
+    record, not a key: stores written before it existed, or by another version, still resume.
+    """
+    h = hashlib.sha256()
+    pkg = resources.files("posflow.simulate")
+    for name in modules:
+        h.update(name.encode())
+        h.update(pkg.joinpath(name).read_bytes())
+    try:
+        version = metadata.version("posflow")
+    except metadata.PackageNotFoundError:  # pragma: no cover - an unbuilt tree
+        version = "0+unknown"
+    return {"posflow": version, "sources": h.hexdigest()[:16]}
 
 
 def check_meta(store: Path, want: dict, keys, width: int = 300) -> None:

@@ -53,7 +53,7 @@ from torch.nn import functional as F
 
 from posflow.simulate._paths import user_cache_dir
 from posflow.simulate.models import schemes_alibi as _schemes_alibi  # noqa: F401  (registers)
-from posflow.simulate.models._store import check_meta, write_json
+from posflow.simulate.models._store import check_meta, code_identity, write_json
 from posflow.simulate.models.bpe import BPEConfig, bpe_streams, unigram_perplexity
 from posflow.simulate.models.corpus import training_batch, windows
 from posflow.simulate.models.extrapolate import chunked_logits
@@ -92,6 +92,14 @@ OWN_BASE = {"rope_own": ("rope", 10000.0)}
 RoPE at base 10⁴ (real RoPE's; its slow frequencies never turn a full period within the
 training length, the cause of its failure to extrapolate), beside ``rope`` at the mixing base."""
 WINDOW_SEED = 42
+# The sources that decide a run's numbers, recorded in every run file (code_identity): this
+# trainer, the model and its position schemes, the tokenizer and corpus windows, the chunked
+# evaluation and the chunked PaTH scores the Path scheme trains through.
+TRAINING_SOURCES = (
+    "models/extrapolate_seeds.py", "models/lm.py", "models/schemes.py",
+    "models/schemes_alibi.py", "models/_scheme.py", "models/bpe.py", "models/corpus.py",
+    "models/extrapolate.py", "_householder.py",
+)  # fmt: skip
 PAPER_MIXED = {"d_head": 96, "base": 10000.0, "eps": 0.1, 512: 10, 8192: 17, 65536: 23}
 """[B]'s mixing counts (digest §2.4): blocks with (sin f_b / f_b)^n < 0.1 of 48, d_head 96."""
 
@@ -662,6 +670,7 @@ def _one_run(cfg, scheme, seed, streams, wins, path, ckdir, log) -> Path:
         "eval_cpu_seconds": eval_cpu,
         "wall_seconds": time.perf_counter() - t0,
         "angle_means": learned_angle_means(model, streams.valid),
+        "code": code_identity(TRAINING_SOURCES),
     }
     write_json(path, blob)
     ppl = np.exp(nats.mean((0, 1)))

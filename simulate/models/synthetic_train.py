@@ -62,7 +62,7 @@ import torch
 from torch.nn import functional as F
 
 from posflow.simulate.models import schemes_alibi as _schemes_alibi  # noqa: F401  (registers)
-from posflow.simulate.models._store import check_meta, write_json
+from posflow.simulate.models._store import check_meta, code_identity, write_json
 from posflow.simulate.models._store import parse_part as _part
 from posflow.simulate.models.extrapolate import chunked_logits
 from posflow.simulate.models.extrapolate_seeds import adamw, cosine_lr, mixing_base
@@ -97,6 +97,14 @@ __all__ = [
 
 FORMAT = "posflow-synthetic-extrapolation"
 VERSION = 1
+# The sources that decide a run's numbers, recorded in every run file (code_identity): this
+# trainer, the tasks, the model and its position schemes, the optimiser and schedule, and the
+# chunked PaTH scores the Path scheme trains through.
+TRAINING_SOURCES = (
+    "models/synthetic_train.py", "models/synthetic.py", "models/lm.py", "models/schemes.py",
+    "models/schemes_alibi.py", "models/_scheme.py", "models/extrapolate.py",
+    "models/extrapolate_seeds.py", "_householder.py",
+)  # fmt: skip
 DEFAULT_SCHEMES = (
     "nope",
     "rope",
@@ -514,6 +522,7 @@ def _one_run(cfg, task, scheme, seed, batches, path, log) -> dict:
         "eval_cpu_seconds": eval_cpu,
         "threads": cfg.threads,
         "torch": torch.__version__,
+        "code": code_identity(TRAINING_SOURCES),
     }
     write_json(path, blob)
     return blob
