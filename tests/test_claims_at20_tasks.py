@@ -222,6 +222,24 @@ def test_the_figure_has_one_series_per_scheme(tmp_path):
     assert all(s.kind == "line" for p in T.task_figure(one).panels for s in p.series)
 
 
+def test_the_shared_legend_gives_each_schemes_seed_counts_over_all_panels(tmp_path):
+    """The panels share one legend: a scheme with 5 seeds on one task and 3 on another is
+    labelled "3–5 seeds" in every panel (the first panel's count alone misstated the other)."""
+    write_store(tmp_path, probe=False)
+    for f in sorted(tmp_path.glob("flipflop-p0.8__*__s[0-2].json")):
+        blob = json.loads(f.read_text())
+        blob["task_label"] = "flipflop-p0.9"
+        blob["eval"] = {"flipflop-p0.9": blob["eval"]["flipflop-p0.8"]}
+        (tmp_path / f.name.replace("p0.8", "p0.9")).write_text(json.dumps(blob))
+    fig = T.task_figure(T.read_store(tmp_path))
+    assert len(fig.panels) == 2
+    for p in fig.panels:
+        labels = [s.label for s in p.series if s.kind == "line"]
+        assert labels and all(lab.endswith("(3–5 seeds)") for lab in labels)
+    assert all(s.label.endswith("(5 seeds)") for p in T.task_figure(write_store(
+        tmp_path / "even")).panels for s in p.series if s.kind == "line")  # fmt: skip
+
+
 def test_without_a_store_one_undecided_measurement_says_how_to_train(tmp_path):
     ms, tables, figs = T.task_evidence(tmp_path / "none")
     assert tables == figs == [] and len(ms) == 1 and ms[0].test == "undecided"

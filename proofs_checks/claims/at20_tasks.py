@@ -340,18 +340,23 @@ def _tables(st, subs) -> list:
 
 def task_figure(st) -> kit.Figure:
     """Error against L/L_train per scheme with its 95 % t band over seeds, log-x, one panel per
-    task (probes included), the chance level drawn (AT20)."""
+    task (probes included), the chance level drawn (AT20). The legend is shared by the panels,
+    so a scheme's seed count in it spans all of them (e.g. "3–5 seeds")."""
     by, panels, trained = {}, {}, {t for t, _, _ in st["runs"]}
     chance = {lab: ev["chance"] for r in st["runs"].values() for lab, ev in r["eval"].items()}
+    seeds = {}  # scheme -> seed counts over every panel: the legend is shared by the panels
     for (lab, s, f), d in _cells(st):
         by.setdefault((lab, s), []).append((f, *_band(d), len(d)))
+        seeds.setdefault(s, set()).add(len(d))
     for (lab, s), rows in by.items():
-        f, y, lo, hi, n = (list(v) for v in zip(*rows, strict=True))
+        f, y, lo, hi, _ = (list(v) for v in zip(*rows, strict=True))
         ser, c = panels.setdefault(lab, []), _COLORS.get(s, kit.SCHEME_COLORS.get(s, "#444444"))
         if all(math.isfinite(v) for v in lo + hi):
             ser.append(kit.Series("", f, y, kind="band", lo=np.clip(lo, 0, 1).tolist(),
                                   hi=np.clip(hi, 0, 1).tolist(), color=c))  # fmt: skip
-        ser.append(kit.Series(f"{label(s)} ({min(n)} seeds)", f, y, color=c))
+        n = sorted(seeds[s])
+        count = f"{n[0]}" if len(n) == 1 else f"{n[0]}–{n[-1]}"
+        ser.append(kit.Series(f"{label(s)} ({count} seeds)", f, y, color=c))
     return kit.Figure("at20_tasks", "AT20: error on synthetic tasks against the length factor", [
         kit.Panel(f"{lab}{'' if lab in trained else ' (probe, not judged)'}", "L / L_train",
                   "error rate (argmax)", ser, logx=True, hlines=[(chance[lab], "chance")],
