@@ -171,10 +171,13 @@ def diffs(shard: str, names) -> dict[str, str]:
     import difflib
 
     src = (STAGE / "mutants" / _path(shard)).read_text()
+    lines = src.split("\n")  # once: ast.get_source_segment splits the whole file on every call
     funcs = {}
     for node in ast.walk(ast.parse(src)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "__mutmut_" in node.name:
-            body = ast.get_source_segment(src, node).split("\n")
+            body = lines[node.lineno - 1 : node.end_lineno]  # as get_source_segment cuts it:
+            body[-1] = body[-1].encode()[: node.end_col_offset].decode()  # offsets in bytes
+            body[0] = body[0].encode()[node.col_offset :].decode()
             funcs[node.name] = [body[0].replace(node.name, "f"), *body[1:]]
     out = {}
     for name in names:
