@@ -6,6 +6,7 @@ training code's ``schemes.path_scores``; on every backend available here."""
 import importlib.util
 import math
 import re
+import types
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from posflow.simulate import _householder, backend
+from posflow.simulate._arrays import namespace_of
 from posflow.simulate._householder import path_score_rows
 from posflow.simulate.transport import (
     householder_route_scores,
@@ -566,3 +568,101 @@ def test_one_argument_on_another_backend_and_device_moves_the_call_there(which):
         assert max_err(o[h, ...], softmax_output(ref, v[h], 0.6, bias[0])) <= TOL
         if which not in (2, 5):
             assert max_err(s[h, ...], ref) <= TOL
+
+
+# ---------------------------------------------------------------------------------------------
+# routes the first tests did not reach (the mutation run, benchmarks/results/mutation.md):
+# the online softmax across superblocks on the backends that form new arrays, the layout, the
+# helpers, and path_score_rows with batch dims, float32, defaults and a second device
+
+
+def _place(where, arrays):
+    """``arrays`` on the route ``where``: NumPy, array-api-strict's second device, or torch
+    (outside autograd, or with the first array requiring a gradient)."""
+    if where == "numpy":
+        return list(arrays)
+    if where == "array_api_strict":
+        xp = pytest.importorskip("array_api_strict")
+        return [backend.asarray(a, "array_api_strict", xp.Device("device1")) for a in arrays]
+    if not HAS_TORCH:
+        pytest.skip("torch is not installed")
+    out = [torch.from_numpy(np.array(a)) for a in arrays]
+    if where == "torch autograd":
+        out[0].requires_grad_(True)
+    return out
+
+
+@pytest.mark.parametrize("where", ["numpy", "array_api_strict", "torch", "torch autograd"])
+@pytest.mark.parametrize("route", ROUTES)
+def test_spread_logits_across_superblocks_on_every_route_of_the_online_softmax(where, route):
+    """T = 40, C = 2: seven chunks a superblock, M = 3, so the lag loop runs; bias entries in
+    [−3000, 3000], so each row must be shifted by its own running maximum (a shift by a
+    column's or the global maximum underflows whole rows). Against the dense softmax."""
+    t = 40
+    q, k, w, b = draw(36, t, 3)
+    rng = np.random.default_rng(37)
+    v, bias = rng.standard_normal((t, 2)), rng.uniform(-3000, 3000, (t, t))
+    bias[30, :20] += 6000.0  # row 30: its maximum two superblocks back
+    want = softmax_output(dense_scores(q, k, w, b, route), v, 40.0, bias)
+    q_, k_, v_, w_, b_, bias_ = _place(where, [q, k, v, w, b, bias])
+    o = path_attention(q_, k_, v_, w_, b_, route, 2, bias=bias_, scale=40.0)
+    o = o.detach() if where == "torch autograd" else o
+    assert max_err(o, want) <= TOL
+
+
+@pytest.mark.parametrize(("t", "chunk", "want"), [
+    (1024, 64, (64, 4, 4)), (4096, 64, (64, 4, 16)), (1100, 64, (64, 4, 5)),
+    (1024, 256, (256, 1, 4)), (300, 100, (100, 3, 1)), (5, 64, (5, 1, 1)), (40, 2, (2, 7, 3)),
+])  # fmt: skip
+def test_the_layout_groups_chunks_into_balanced_superblocks_of_about_256_steps(t, chunk, want):
+    """_layout: (C, G, M) with G = min(8, ⌈256/C⌉) at most, balanced so that M·G·C − T < G·C
+    (1100 steps: 18 chunks in 5 superblocks of 4, not 3 of 8 and one of 2)."""
+    c, g, m = _householder._layout(t, chunk)
+    assert (c, g, m) == want and m * g * c >= t > (m - 1) * g * c
+
+
+def test_exp2_is_the_namespaces_own_and_else_exp_of_x_ln2():
+    """_exp2: NumPy's exp2 bit for bit where the namespace has one; exp(x·ln 2) where it has
+    not (the two differ in the last bit for some x, so the test tells them apart)."""
+    x = np.linspace(-1070.0, 1020.0, 20001)
+    np.testing.assert_array_equal(_householder._exp2(np, x), np.exp2(x))
+    only_exp = types.SimpleNamespace(exp=np.exp)
+    np.testing.assert_array_equal(_householder._exp2(only_exp, x), np.exp(x * math.log(2.0)))
+    assert not np.array_equal(np.exp2(x), np.exp(x * math.log(2.0)))
+
+
+def test_the_finite_check_reads_an_overflowing_sum_as_a_question_not_an_answer():
+    """_as_finite: finite entries whose sum overflows pass (the full test decides); NaN and
+    ±inf raise the documented message; what is not an array of numbers is named."""
+    at = namespace_of(np.zeros(1))
+    big = np.array([1e308, 1e308, -1.0])
+    np.testing.assert_array_equal(_householder._as_finite(at, big, "q"), big)
+    for bad in (np.array([1.0, np.nan]), np.array([np.inf, -np.inf])):
+        with pytest.raises(ValueError, match=whole("q must be finite (no NaN or inf)")):
+            _householder._as_finite(at, bad, "q")
+    with pytest.raises(TypeError, match=whole("k must be an array of numbers")):
+        _householder._as_finite(at, [["a"]], "k")
+
+
+@pytest.mark.parametrize("where", ["numpy", "array_api_strict", "torch"])
+def test_score_rows_keep_batch_dims_dtype_and_device_and_default_to_the_whole_sequence(where):
+    """path_score_rows, for training code: batch dims (the zeros of the skipped queries go along
+    T), float32 kept, the inputs' backend and device kept; T = 40, C = 2 crosses superblocks."""
+    t, start = 40, 17
+    q, k, w, b = draw(44, t, 3, lead=(2,))
+    s = householder_route_scores(q, k, w, b, "path", 2)
+    args = _place(where, [q[:, start:], k, w, b])
+    rows = path_score_rows(*args, start, 2)
+    assert backend.backend_of(rows) == backend.backend_of(args[0])
+    assert getattr(rows, "device", None) == getattr(args[0], "device", None)
+    got, ref = backend.to_numpy(rows), s[:, start:]
+    assert got.shape == (2, t - start, t) and got.dtype == np.float64
+    assert max_err(np.where(np.isneginf(ref), -np.inf, got), ref) <= TOL
+    assert np.all(got[np.isneginf(ref)] == 0.0)
+    if where == "numpy":
+        rows32 = path_score_rows(*(x.astype(np.float32) for x in (q[:, start:], k, w, b)),
+                                 start, 2)  # fmt: skip
+        assert rows32.dtype == np.float32 and np.allclose(rows32, got, rtol=1e-4, atol=1e-4)
+        q70, k70, w70, b70 = draw(45, 70, 3)  # T > 64: the default chunk is 64, not min(T, ·)
+        np.testing.assert_array_equal(path_score_rows(q70, k70, w70, b70),
+                                      path_score_rows(q70, k70, w70, b70, 0, 64))  # fmt: skip
