@@ -578,7 +578,7 @@ def test_one_argument_on_another_backend_and_device_moves_the_call_there(which):
 
 def _place(where, arrays):
     """``arrays`` on the route ``where``: NumPy, array-api-strict's second device, or torch
-    (outside autograd, or with the first array requiring a gradient)."""
+    (outside autograd, or with the first array, or the second alone, requiring a gradient)."""
     if where == "numpy":
         return list(arrays)
     if where == "array_api_strict":
@@ -587,17 +587,21 @@ def _place(where, arrays):
     if not HAS_TORCH:
         pytest.skip("torch is not installed")
     out = [torch.from_numpy(np.array(a)) for a in arrays]
-    if where == "torch autograd":
-        out[0].requires_grad_(True)
+    if where.startswith("torch autograd"):
+        out[1 if where.endswith("k") else 0].requires_grad_(True)
     return out
 
 
-@pytest.mark.parametrize("where", ["numpy", "array_api_strict", "torch", "torch autograd"])
+@pytest.mark.parametrize(
+    "where", ["numpy", "array_api_strict", "torch", "torch autograd", "torch autograd k"]
+)
 @pytest.mark.parametrize("route", ROUTES)
 def test_spread_logits_across_superblocks_on_every_route_of_the_online_softmax(where, route):
     """T = 40, C = 2: seven chunks a superblock, M = 3, so the lag loop runs; bias entries in
     [−3000, 3000], so each row must be shifted by its own running maximum (a shift by a
-    column's or the global maximum underflows whole rows). Against the dense softmax."""
+    column's or the global maximum underflows whole rows). Against the dense softmax. Under
+    autograd with q alone, or k alone, requiring a gradient: every product that carries it
+    must leave the out= route (torch refuses out= under autograd)."""
     t = 40
     q, k, w, b = draw(36, t, 3)
     rng = np.random.default_rng(37)
@@ -606,7 +610,7 @@ def test_spread_logits_across_superblocks_on_every_route_of_the_online_softmax(w
     want = softmax_output(dense_scores(q, k, w, b, route), v, 40.0, bias)
     q_, k_, v_, w_, b_, bias_ = _place(where, [q, k, v, w, b, bias])
     o = path_attention(q_, k_, v_, w_, b_, route, 2, bias=bias_, scale=40.0)
-    o = o.detach() if where == "torch autograd" else o
+    o = o.detach() if where.startswith("torch autograd") else o
     assert max_err(o, want) <= TOL
 
 
