@@ -614,6 +614,20 @@ def test_spread_logits_across_superblocks_on_every_route_of_the_online_softmax(w
     assert max_err(o, want) <= TOL
 
 
+@pytest.mark.parametrize("where", ["numpy", "torch"])
+def test_heads_across_superblocks_equal_each_head_alone(where):
+    """Two heads (leading dim) at T = 40, C = 2 (M = 3), v of width 5 ≠ T: each head's output
+    equals the same call on that head alone (the work arrays of the lag loop are sized by the
+    heads, M − 1, D_v and S)."""
+    q, k, w, b = draw(38, 40, 3, lead=(2,))
+    v = np.random.default_rng(39).standard_normal((2, 40, 5))
+    args = _place(where, [q, k, v, w, b])
+    o = backend.to_numpy(path_attention(*args, "path", 2))
+    for h in range(2):
+        alone = path_attention(*(a[h] for a in args), "path", 2)
+        assert max_err(alone, o[h]) <= TOL
+
+
 @pytest.mark.parametrize(("t", "chunk", "want"), [
     (1024, 64, (64, 4, 4)), (4096, 64, (64, 4, 16)), (1100, 64, (64, 4, 5)),
     (1024, 256, (256, 1, 4)), (300, 100, (100, 3, 1)), (5, 64, (5, 1, 1)), (40, 2, (2, 7, 3)),
