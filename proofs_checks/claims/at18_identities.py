@@ -283,14 +283,14 @@ def _inverse_transposed(original):
     return inverse
 
 
-def _carry_skips_last_step(original):
+def _transport_skips_last_step(original):
     @functools.wraps(original)
-    def carry(xp, x, w, lw):
+    def transport(xp, w, lw):
         # L is lower triangular, so the first C − 1 rows of L·W are the WY factor of the chunk
-        # without its last step: the query skips H_{e} at every chunk boundary
-        return original(xp, x, w[..., :-1, :], lw[..., :-1, :])
+        # without its last step: the chunk transport P skips H_{e} at every chunk boundary
+        return original(xp, w[..., :-1, :], lw[..., :-1, :])
 
-    return carry
+    return transport
 
 
 _HH = "posflow.simulate._householder"
@@ -325,9 +325,9 @@ add_mutant(
 add_mutant(
     "AT18",
     "householder-carry-skips-a-step",
-    f"{_HH}:_carry",
-    _carry_skips_last_step,
-    "the chunked PaTH inter-chunk carry skips the last step of each chunk",
+    f"{_HH}:_transport",
+    _transport_skips_last_step,
+    "the chunked PaTH chunk transport (the inter-chunk carry) skips the last step of each chunk",
 )
 add_mutant(
     "AT18",
