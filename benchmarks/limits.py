@@ -266,13 +266,12 @@ def summary_line(section: str, s: Summary) -> str:
     """A path over the rounds: medians of the achieved rate, the reference and the % (each
     round's own ratio), the % range, the goal, the rounds meeting it, the highest load."""
     r0 = s.rows[0]
-    med = lambda xs: float(np.median(xs))  # noqa: E731
     goal, met = goal_of(r0.path), s.met()
     goal_text = "–" if goal is None else f"{'≥' if goal[0] == '>=' else '≤'} {goal[1]:.0f} %"
     return (
-        f"| {section} | {r0.path} | {med([r.achieved for r in s.rows]):.2f} {r0.unit} | "
-        f"{r0.ref_name} {med([r.reference for r in s.rows]):.2f} {r0.unit} | "
-        f"{med(s.percents):.0f} % | {s.percents.min():.0f}–{s.percents.max():.0f} % | "
+        f"| {section} | {r0.path} | {np.median([r.achieved for r in s.rows]):.2f} {r0.unit} | "
+        f"{r0.ref_name} {np.median([r.reference for r in s.rows]):.2f} {r0.unit} | "
+        f"{np.median(s.percents):.0f} % | {s.percents.min():.0f}–{s.percents.max():.0f} % | "
         f"{goal_text} | {'–' if met is None else f'{met} of {len(s.rows)}'} | "
         f"{max(r.load for r in s.rows):.2f} |"
     )

@@ -21,24 +21,34 @@ def write_json(path: Path, obj) -> None:
     os.replace(tmp, path)
 
 
+def sources_hash(package: str, names) -> str:
+    """sha256 (first 16 hex digits) of the source files ``names`` of ``package`` (paths relative
+    to it, each name hashed before its bytes), read from the installed package with
+    :mod:`importlib.resources`, so that edited code is never taken for the old."""
+    h = hashlib.sha256()
+    pkg = resources.files(package)
+    for name in names:
+        h.update(name.encode())
+        h.update(pkg.joinpath(name).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def package_version() -> str:
+    """posflow's installed version ("0+unknown" in a tree that was never installed)."""
+    try:
+        return metadata.version("posflow")
+    except metadata.PackageNotFoundError:  # pragma: no cover - an unbuilt tree
+        return "0+unknown"
+
+
 def code_identity(modules) -> dict:
     """What code wrote a stored record: ``{"posflow": version, "sources": sha256}``.
 
-    ``sources`` is the sha256 (first 16 hex digits) of the named source files, paths relative
-    to the ``posflow.simulate`` package (e.g. ``"models/lm.py"``), read from the installed
-    package as :func:`posflow.simulate.models.train.training_code_hash` reads its own. It is a
-    record, not a key: stores written before it existed, or by another version, still resume.
+    ``sources`` is :func:`sources_hash` of the named files, paths relative to the
+    ``posflow.simulate`` package (e.g. ``"models/lm.py"``). It is a record, not a key: stores
+    written before it existed, or by another version, still resume.
     """
-    h = hashlib.sha256()
-    pkg = resources.files("posflow.simulate")
-    for name in modules:
-        h.update(name.encode())
-        h.update(pkg.joinpath(name).read_bytes())
-    try:
-        version = metadata.version("posflow")
-    except metadata.PackageNotFoundError:  # pragma: no cover - an unbuilt tree
-        version = "0+unknown"
-    return {"posflow": version, "sources": h.hexdigest()[:16]}
+    return {"posflow": package_version(), "sources": sources_hash("posflow.simulate", modules)}
 
 
 def check_meta(store: Path, want: dict, keys, width: int = 300) -> None:

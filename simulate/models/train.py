@@ -20,13 +20,13 @@ import platform
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from importlib import metadata, resources
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from posflow.simulate._paths import user_cache_dir
+from posflow.simulate.models._store import package_version, sources_hash
 from posflow.simulate.models.corpus import Corpus, load_corpus, training_batch
 from posflow.simulate.models.lm import LM, LMConfig
 
@@ -299,22 +299,10 @@ _TRAINING_CODE = ("train.py", "lm.py", "corpus.py", "schemes.py")
 def training_code_hash() -> str:
     """sha256 (first 16 hex digits) of the source of the modules that train a model (PB15).
 
-    Read from the installed package with :mod:`importlib.resources`, so an edited trainer
-    never reuses a model cached by the old one.
+    Read from the installed package (:func:`~posflow.simulate.models._store.sources_hash`), so
+    an edited trainer never reuses a model cached by the old one.
     """
-    h = hashlib.sha256()
-    pkg = resources.files("posflow.simulate.models")
-    for name in _TRAINING_CODE:
-        h.update(name.encode())
-        h.update(pkg.joinpath(name).read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _package_version() -> str:
-    try:
-        return metadata.version("posflow")
-    except metadata.PackageNotFoundError:  # pragma: no cover - an unbuilt tree
-        return "0+unknown"
+    return sources_hash("posflow.simulate.models", _TRAINING_CODE)
 
 
 def cached_model(preset: str = "quick", *, progress: bool = False) -> tuple[LM, dict, Path]:
@@ -339,7 +327,7 @@ def cached_model(preset: str = "quick", *, progress: bool = False) -> tuple[LM, 
             sys.version_info[:3],
             platform.python_implementation(),
             torch.__version__.split("+")[0],
-            _package_version(),
+            package_version(),
             training_code_hash(),
         ],
         sort_keys=True,
