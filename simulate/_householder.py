@@ -18,10 +18,11 @@ B = diag β) the product with the later step on the left is
 
 L lower triangular. Proof by induction: H_m (I − W'ᵀL'W') = I − W'ᵀL'W' − β_m w_m w_mᵀ +
 β_m w_m (w_mᵀW'ᵀ) L'W', so row m of L is β_m e_m − β_m Σ_{s<m} (w_m·w_s) L_s, i.e.
-(I + B tril(G, −1)) L = B with G = W Wᵀ. No division by β (β = 0 is allowed). The inverse of the
-unit lower-triangular matrix is formed by one batched linear solve over all chunks (a triangular
-solve where the backend has one, torch; LU otherwise; the system is well conditioned, see
-Rounding). As the diagonal blocks of the inverse of a
+(I + B tril(G, −1)) L = B with G = W Wᵀ. No division by β (β = 0 is allowed). L is never
+formed: its two products L tril(W Kᵀ, −1) and L W come from one batched solve over all chunks,
+(I + A) [L tril(W Kᵀ, −1) | L W] = B [tril(W Kᵀ, −1) | W] with A = B tril(G, −1) (forward
+substitution where a triangular solve exists, torch and NumPy through SciPy; LU otherwise; the
+system is well conditioned, see Rounding). As the diagonal blocks of the inverse of a
 block-triangular matrix are the inverses of its diagonal blocks, the product of any sub-range
 a′ … e′ of the chunk is I − Wᵀ L W restricted to those rows and columns. Hence, with local
 indices and masks tril (s ≤ i) and tril(·, −1) (r > j):
@@ -93,6 +94,7 @@ from typing import NamedTuple
 
 import array_api_compat as aac
 import numpy as np
+import scipy.linalg
 
 from posflow.simulate._arrays import Place, as_float, check_int, namespace_of
 from posflow.simulate._routes import check_route
@@ -127,8 +129,10 @@ def _check(q, k, w, beta, route: str, chunk: int, v=None, bias=None):
     at = namespace_of(q, k, w, beta, *(x for x in (v, bias) if x is not None))
     xp = at.xp
     q, k, w = (_as_finite(at, x, name) for x, name in ((q, "q"), (k, "k"), (w, "w")))
-    if q.ndim < 2 or q.shape[-2] < 1 or q.shape[-1] < 1:
-        raise ValueError(f"q must have shape (..., T, D) with T, D >= 1; got {tuple(q.shape)}")
+    if q.ndim < 2 or min(q.shape) < 1:
+        raise ValueError(
+            f"q must have shape (..., T, D) with every dimension >= 1; got {tuple(q.shape)}"
+        )
     if tuple(k.shape) != tuple(q.shape) or tuple(w.shape) != tuple(q.shape):
         raise ValueError(
             f"q, k and w must have the same shape (..., T, D); got {tuple(q.shape)}, "
@@ -169,23 +173,33 @@ def _pad_rows(xp, x, rows: int, axis: int):
     return xp.concat([x, xp.zeros(tuple(shape), dtype=x.dtype, device=aac.device(x))], axis=axis)
 
 
-def _unit_lower_inverse(xp, a):
-    """(I + A)⁻¹ for strictly lower-triangular A (..., C, C), by one batched linear solve
-    (forward substitution on torch, LU elsewhere)."""
+def _unit_lower_solve(xp, a, b):
+    """(I + A)⁻¹ B for strictly lower-triangular A (..., C, C) and B (..., C, K), by one batched
+    solve: forward substitution on torch and on NumPy (SciPy's batched ``solve_triangular``),
+    LU elsewhere (the array API has no triangular solve; LU costs about 2× more). Forward
+    substitution keeps B's exact zeros: rows above a column's first nonzero entry stay 0."""
+    if aac.is_torch_namespace(xp):
+        return xp.linalg.solve_triangular(a, b, upper=False, unitriangular=True)
+    if isinstance(a, np.ndarray):
+        return scipy.linalg.solve_triangular(
+            a, b, lower=True, unit_diagonal=True, check_finite=False
+        )
     eye = xp.eye(a.shape[-1], dtype=a.dtype, device=aac.device(a))
-    rhs = xp.broadcast_to(eye, tuple(a.shape))
-    if aac.is_torch_namespace(xp):  # the array API has no triangular solve; LU costs 3× more
-        return xp.linalg.solve_triangular(a, rhs, upper=False, unitriangular=True)
-    return xp.linalg.solve(eye + a, rhs)
+    return xp.linalg.solve(eye + a, b)
 
 
-def _ut_transform(xp, w, beta):
-    """L with H_e ⋯ H_a = I − Wᵀ L W per chunk: w (..., N, C, D), β (..., N, C) → (..., N, C, C).
+def _ut_products(xp, w, beta, k):
+    """L tril(W Kᵀ, −1) and L W of the UT transform (L of the module docstring, never formed):
+    w, k (..., N, C, D), β (..., N, C) → (..., N, C, C) and (..., N, C, D).
 
-    L = (I + B tril(W Wᵀ, −1))⁻¹ B (lower triangular; tril keeps the solve's zeros exact).
+    One solve (I + A) X = B [tril(W Kᵀ, −1) | W], A = B tril(W Wᵀ, −1), B = diag β.
     """
-    a = beta[..., :, None] * xp.tril(w @ xp.matrix_transpose(w), k=-1)
-    return xp.tril(_unit_lower_inverse(xp, a)) * beta[..., None, :]
+    c = w.shape[-2]
+    tr = xp.matrix_transpose
+    a = beta[..., :, None] * xp.tril(w @ tr(w), k=-1)
+    rhs = beta[..., :, None] * xp.concat([xp.tril(w @ tr(k), k=-1), w], axis=-1)
+    x = _unit_lower_solve(xp, a, rhs)
+    return x[..., :c], x[..., c:]
 
 
 def _transport(xp, w, lw):
@@ -221,7 +235,10 @@ def _shifted_exp2(xp, z, shift):
 def _product_into(a, b, out):
     """``a @ b`` written into ``out`` (a preallocated array of the product's shape) on NumPy,
     and on torch outside autograd, so that a loop reuses its arrays instead of allocating one
-    per step; a new array elsewhere (the array API has no ``out=``). The same values."""
+    per step; a new array elsewhere (the array API has no ``out=``) and when ``out`` is None.
+    The same values."""
+    if out is None:
+        return a @ b
     if isinstance(out, np.ndarray):
         return np.matmul(a, b, out=out)
     torch = _eager_torch(out, a, b)
@@ -250,9 +267,11 @@ def _work_array(xp, shape, like):
 def _rescaled_plus_product(acc, alpha, a, b, buf):
     """``alpha * acc + a @ b`` (the online softmax's running value sums rescaled to a new
     maximum plus a block's): in place into ``acc``, the product into ``buf`` (a preallocated
-    array of its shape), on NumPy and on torch outside autograd; new arrays elsewhere (autograd
-    keeps ``acc`` for the gradient of ``alpha``). The same operations on the same operands, so
-    the same values, bit for bit, on every route."""
+    array of its shape), on NumPy and on torch outside autograd; new arrays elsewhere and when
+    ``buf`` is None (autograd keeps ``acc`` for the gradient of ``alpha``). The same operations
+    on the same operands, so the same values, bit for bit, on every route."""
+    if buf is None:
+        return alpha * acc + a @ b
     if isinstance(acc, np.ndarray):
         acc *= alpha
         acc += np.matmul(a, b, out=buf)
@@ -320,10 +339,8 @@ def _route(xp, q, k, w, beta, shift: int, chunk: int, fill: float) -> _Route:
     )
     bc = xp.reshape(_pad_rows(xp, beta, pad, -1), (*lead, m, g, c))
     tr = xp.matrix_transpose
-    lc = _ut_transform(xp, wc, bc)
+    lwk, lw = _ut_products(xp, wc, bc, kc)  # L tril(W Kᵀ, −1), L W
     qw = xp.tril(qc @ tr(wc))
-    lwk = lc @ xp.tril(wc @ tr(kc), k=-1)  # L tril(W Kᵀ, −1)
-    lw = lc @ wc
     pos = xp.arange(c, device=dev)
     intra = xp.where(pos[None, :] <= pos[:, None], qc @ tr(kc) - qw @ lwk, fill)  # M, G, C, C
     x = qc - qw @ lw  # Q̃: queries at their chunk's first step
@@ -600,20 +617,28 @@ def path_attention(
         x = r.q_start[..., 1:, :, :]
         # the products of the lags go to two arrays in turn (x, read by a product, is a view
         # of the other one): no new (M − ℓ) × S × (S + D) array per lag where out= exists
-        ys = [_work_array(xp, (*lead, m - 1, span, span + d), q) for _ in range(2)]
-        buf = _work_array(xp, (*lead, m - 1, v.shape[-1], span), q)  # the block's value sums
+        # (NumPy, torch outside autograd); elsewhere the products form new arrays, and work
+        # arrays would only hold memory
+        grads = (q, k, v, w, beta) if bias is None else (q, k, v, w, beta, bias)
+        if isinstance(q, np.ndarray) or _eager_torch(*grads) is not None:
+            ys = [_work_array(xp, (*lead, m - 1, span, span + d), q) for _ in range(2)]
+            buf = _work_array(xp, (*lead, m - 1, v.shape[-1], span), q)  # the value sums
+        else:
+            ys, buf = [None, None], None
     for lag in range(1, m):
         o[..., lag - 1, :, :] = tr(acc[..., 0, :, :] / den[..., 0, None, :])  # superblock done
         mx, den, acc = mx[..., 1:, :], den[..., 1:, :], acc[..., 1:, :, :]
         # S(A, A − lag) | X̄ carried one superblock back
-        y = _product_into(x, kp[..., : m - lag, :, :], ys[lag % 2][..., : m - lag, :, :])
+        out = None if ys[lag % 2] is None else ys[lag % 2][..., : m - lag, :, :]
+        y = _product_into(x, kp[..., : m - lag, :, :], out)
         z = y[..., :span] if bb is None else y[..., :span] + bb(lag)  # read only here
         m_new = xp.maximum(mx, xp.max(z, axis=-1))
         alpha = _exp2(xp, mx - m_new)
         p = _shifted_exp2(xp, z, m_new)
         den = alpha * den + xp.sum(p, axis=-1)
+        part = None if buf is None else buf[..., : m - lag, :, :]
         acc = _rescaled_plus_product(
-            acc, alpha[..., None, :], vt[..., : m - lag, :, :], tr(p), buf[..., : m - lag, :, :]
+            acc, alpha[..., None, :], vt[..., : m - lag, :, :], tr(p), part
         )
         mx = m_new
         x = y[..., 1:, :, span:]

@@ -335,6 +335,39 @@ def test_work_arrays_take_the_shape_dtype_and_device_asked_for():
     assert _householder._work_array(np, (4,), np.zeros(1, np.float32)).dtype == np.float32
 
 
+@pytest.mark.parametrize(("where", "calls"), [("numpy", 3), ("torch", 3), ("array_api_strict", 0),
+                                             ("torch autograd", 0), ("torch autograd k", 0)])
+def test_work_arrays_are_taken_only_where_products_write_into_them(where, calls, monkeypatch):
+    """path_attention across superblocks (T = 40, C = 2: M = 3) takes its three work arrays on
+    NumPy and on torch outside autograd, whose products write into them (out=), and none where
+    the products form new arrays (array-api-strict, torch under autograd); the outputs equal
+    the dense softmax either way."""
+    taken = []
+    original = _householder._work_array
+    monkeypatch.setattr(_householder, "_work_array", lambda *a: taken.append(a) or original(*a))
+    t, c = 40, 2
+    q, k, w, b = draw(47, t, 3)
+    v = np.random.default_rng(48).standard_normal((t, 2))
+    args = _place(where, [q, k, v, w, b])
+    o = path_attention(*args, "path", c)
+    assert len(taken) == calls
+    got = backend.to_numpy(o.detach() if hasattr(o, "detach") else o)
+    ref = softmax_output(dense_scores(q, k, w, b, "path"), v, 1 / math.sqrt(3))
+    assert max_err(got, ref) <= TOL
+
+
+def test_the_product_helpers_form_new_arrays_without_a_buffer():
+    """_product_into and _rescaled_plus_product with no buffer (None): a @ b and α·acc + a @ b
+    as new arrays, bit for bit, the inputs unchanged."""
+    rng = np.random.default_rng(49)
+    acc, a, b = (rng.standard_normal(shape) for shape in [(3, 4, 5), (3, 4, 6), (3, 6, 5)])
+    alpha, keep = rng.uniform(0, 1, (3, 1, 5)), acc.copy()
+    np.testing.assert_array_equal(_householder._product_into(a, b, None), a @ b)
+    got = _householder._rescaled_plus_product(acc, alpha, a, b, None)
+    np.testing.assert_array_equal(got, alpha * keep + a @ b)
+    assert got is not acc and np.array_equal(acc, keep)
+
+
 # ---------------------------------------------------------------------------------------------
 # bad input
 
@@ -459,7 +492,7 @@ def _q(*shape):
     return np.ones(shape)
 
 
-Q_SHAPE = "q must have shape (..., T, D) with T, D >= 1; got "
+Q_SHAPE = "q must have shape (..., T, D) with every dimension >= 1; got "
 B_SHAPE = "bias must have shape (..., 6, 6) broadcasting to () + (6, 6); "
 
 
@@ -481,6 +514,8 @@ B_SHAPE = "bias must have shape (..., 6, 6) broadcasting to () + (6, 6); "
      ((_q(2, 6, 1), _q(2, 6, 1), _q(2, 6, 1), _q(5)), {},
       "beta must be a scalar or broadcast to (2, 6); got (5,)"),
      ((_q(2, 6, 0), _q(2, 6, 0), _q(2, 6, 0), 1.0), {}, Q_SHAPE + "(2, 6, 0)"),
+     ((_q(0, 6, 1), _q(0, 6, 1), _q(0, 6, 1), 1.0), {}, Q_SHAPE + "(0, 6, 1)"),
+     ((_q(2, 0, 6, 1), _q(2, 0, 6, 1), _q(2, 0, 6, 1), 1.0), {}, Q_SHAPE + "(2, 0, 6, 1)"),
      ((_q(6, 1), _q(6, 1) * np.nan, _q(6, 1), 1.0), {}, "k must be finite (no NaN or inf)"),
      ((_q(6, 1), _q(6, 1), _q(6, 1) * np.inf, 1.0), {}, "w must be finite (no NaN or inf)"),
      ((_q(6, 1), _q(6, 1), _q(6, 1), np.nan), {}, "beta must be finite (no NaN or inf)"),
@@ -637,6 +672,32 @@ def test_the_layout_groups_chunks_into_balanced_superblocks_of_about_256_steps(t
     (1100 steps: 18 chunks in 5 superblocks of 4, not 3 of 8 and one of 2)."""
     c, g, m = _householder._layout(t, chunk)
     assert (c, g, m) == want and m * g * c >= t > (m - 1) * g * c
+
+
+@pytest.mark.parametrize("where", ["numpy", "array_api_strict", "torch", "torch autograd"])
+@pytest.mark.parametrize("beta", ["random", "mixed", "two"])
+def test_the_ut_solve_gives_l_times_its_right_hand_sides_and_the_chunk_product(where, beta):
+    """_ut_products (one solve on every route: SciPy's forward substitution on NumPy, torch's,
+    LU on array-api-strict): L tril(W Kᵀ, −1) and L W against L = (I + B tril(W Wᵀ, −1))⁻¹ B
+    formed by an explicit inverse, and I − Wᵀ (L W) against the chunk's steps H_e ⋯ H_a
+    multiplied as d × d matrices; two chunks of C = 8 steps, D = 3 < C (parallel-ish rows)."""
+    lead, c, d = (2,), 8, 3
+    _, k, w, b = draw(46, c, d, beta, lead=lead)
+    args = _place(where, [w, b, k])
+    xp = namespace_of(*args).xp
+    lwk, lw = (backend.to_numpy(x.detach() if hasattr(x, "detach") else x)
+               for x in _householder._ut_products(xp, *args))  # fmt: skip
+    for h in range(lead[0]):
+        a = b[h, :, None] * np.tril(w[h] @ w[h].T, -1)
+        ell = np.linalg.inv(np.eye(c) + a) * b[h][None, :]
+        assert max_err(lwk[h], ell @ np.tril(w[h] @ k[h].T, -1)) <= TOL
+        assert max_err(lw[h], ell @ w[h]) <= TOL
+        prod = np.eye(d)
+        for s in range(c):
+            prod = (np.eye(d) - b[h, s] * np.outer(w[h, s], w[h, s])) @ prod
+        assert max_err(np.eye(d) - w[h].T @ lw[h], prod) <= TOL
+        if where != "array_api_strict":  # forward substitution keeps the zeros exact
+            assert np.all(np.triu(lwk[h]) == 0.0)
 
 
 def test_exp2_is_the_namespaces_own_and_else_exp_of_x_ln2():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 
+import array_api_compat as aac
 import numpy as np
 
 from posflow.proofs_checks.claims import at18_identities_refs as R
@@ -277,10 +278,12 @@ def _rope_sin_cos_swapped(original):
 
 def _inverse_transposed(original):
     @functools.wraps(original)
-    def inverse(xp, a):
-        return xp.matrix_transpose(original(xp, a))
+    def solve(xp, a, b):
+        # (I + A)⁻ᵀ B = (I + Aᵀ)⁻¹ B: an upper-triangular system, solved densely
+        eye = xp.eye(a.shape[-1], dtype=a.dtype, device=aac.device(a))
+        return xp.linalg.solve(eye + xp.matrix_transpose(a), b)
 
-    return inverse
+    return solve
 
 
 def _transport_skips_last_step(original):
@@ -318,7 +321,7 @@ add_mutant(
 add_mutant(
     "AT18",
     "householder-ut-inverse-transposed",
-    f"{_HH}:_unit_lower_inverse",
+    f"{_HH}:_unit_lower_solve",
     _inverse_transposed,
     "the chunked PaTH UT transform uses (I + A)⁻ᵀ B for (I + A)⁻¹ B",
 )
