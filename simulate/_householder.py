@@ -283,12 +283,13 @@ def _rescaled_plus_product(acc, alpha, a, b, buf):
 
 
 def _eager_torch(*arrays):
-    """The torch module when the arrays are torch tensors outside autograd (in-place writes
-    and ``out=`` are then allowed: no saved tensor can change), else None."""
+    """The torch module when the first array is a torch tensor and none of them requires a
+    gradient (in-place writes and ``out=`` are then allowed: no saved tensor can change), else
+    None. The others may be of any kind (a NumPy bias, None): only tensors require gradients."""
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(arrays[0], torch.Tensor):
         return None
-    if torch.is_grad_enabled() and any(a.requires_grad for a in arrays):
+    if torch.is_grad_enabled() and any(getattr(a, "requires_grad", False) for a in arrays):
         return None
     return torch
 
@@ -617,14 +618,15 @@ def path_attention(
         x = r.q_start[..., 1:, :, :]
         # the products of the lags go to two arrays in turn (x, read by a product, is a view
         # of the other one): no new (M − ℓ) × S × (S + D) array per lag where out= exists
-        # (NumPy, torch outside autograd); elsewhere the products form new arrays, and work
-        # arrays would only hold memory
-        grads = (q, k, v, w, beta) if bias is None else (q, k, v, w, beta, bias)
-        if isinstance(q, np.ndarray) or _eager_torch(*grads) is not None:
+        # (NumPy, torch outside autograd: the carries need no gradient, and the value sums
+        # none either, which also take the bias's); elsewhere the products form new arrays,
+        # and work arrays would only hold memory
+        numpy = isinstance(q, np.ndarray)
+        ys, buf = [None, None], None
+        if numpy or _eager_torch(q, k, w, beta) is not None:
             ys = [_work_array(xp, (*lead, m - 1, span, span + d), q) for _ in range(2)]
+        if numpy or _eager_torch(q, k, v, w, beta, bias) is not None:
             buf = _work_array(xp, (*lead, m - 1, v.shape[-1], span), q)  # the value sums
-        else:
-            ys, buf = [None, None], None
     for lag in range(1, m):
         o[..., lag - 1, :, :] = tr(acc[..., 0, :, :] / den[..., 0, None, :])  # superblock done
         mx, den, acc = mx[..., 1:, :], den[..., 1:, :], acc[..., 1:, :, :]

@@ -321,6 +321,30 @@ def test_the_in_place_value_update_is_the_plain_expression_bit_for_bit(where):
     in_place = where != "torch autograd"
     assert (got is args[0]) == in_place
     assert np.array_equal(plain[1], acc) != in_place
+    if in_place:  # the product went to buf
+        np.testing.assert_array_equal(np.asarray(buf), np.asarray(args[2] @ args[3]))
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+@pytest.mark.parametrize("needs_grad", range(4))
+def test_the_product_helpers_leave_out_and_buffers_alone_when_one_operand_needs_a_gradient(
+    needs_grad,
+):
+    """Under autograd, whichever operand requires a gradient (acc, alpha, a or b), the helpers
+    form new tensors (torch refuses out= there) and leave out and buf as they were; the values
+    are the plain expressions'."""
+    rng = np.random.default_rng(8)
+    acc, alpha, a, b = (torch.from_numpy(rng.standard_normal(shape))
+                        for shape in [(3, 4, 5), (3, 1, 5), (3, 4, 6), (3, 6, 5)])  # fmt: skip
+    want_sum, want_product = alpha * acc + a @ b, a @ b
+    [acc, alpha, a, b][needs_grad].requires_grad_(True)
+    out, buf = torch.zeros(3, 4, 5, dtype=torch.float64), torch.zeros(3, 4, 5, dtype=torch.float64)
+    got = _householder._rescaled_plus_product(acc, alpha, a, b, buf)
+    assert torch.equal(got.detach(), want_sum) and torch.equal(buf, torch.zeros_like(buf))
+    if needs_grad >= 2:  # _product_into takes a and b
+        y = _householder._product_into(a, b, out)
+        assert y is not out and torch.equal(y.detach(), want_product)
+        assert torch.equal(out, torch.zeros_like(out))
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
@@ -335,24 +359,60 @@ def test_work_arrays_take_the_shape_dtype_and_device_asked_for():
     assert _householder._work_array(np, (4,), np.zeros(1, np.float32)).dtype == np.float32
 
 
-@pytest.mark.parametrize(("where", "calls"), [("numpy", 3), ("torch", 3), ("array_api_strict", 0),
-                                             ("torch autograd", 0), ("torch autograd k", 0)])
-def test_work_arrays_are_taken_only_where_products_write_into_them(where, calls, monkeypatch):
-    """path_attention across superblocks (T = 40, C = 2: M = 3) takes its three work arrays on
-    NumPy and on torch outside autograd, whose products write into them (out=), and none where
-    the products form new arrays (array-api-strict, torch under autograd); the outputs equal
-    the dense softmax either way."""
-    taken = []
-    original = _householder._work_array
-    monkeypatch.setattr(_householder, "_work_array", lambda *a: taken.append(a) or original(*a))
-    t, c = 40, 2
+WORK = [  # (route, what requires a gradient, the bias's kind, lag work arrays, value-sum buffer)
+    ("numpy", None, None, 2, 1),
+    ("torch", None, None, 2, 1),
+    ("torch", None, "numpy", 2, 1),
+    ("torch", "bias", "torch", 2, 0),
+    ("torch", "v", None, 2, 0),
+    ("torch", "q", None, 0, 0),
+    ("torch", "k", None, 0, 0),
+    ("array_api_strict", None, None, 0, 0),
+]
+
+
+@pytest.mark.parametrize(("where", "grad", "bias_kind", "n_lag", "n_sum"), WORK)
+def test_work_arrays_are_taken_only_where_products_write_into_them(
+    where, grad, bias_kind, n_lag, n_sum, monkeypatch
+):
+    """path_attention across superblocks (T = 40, C = 2: M = 3 superblocks of S = 14 steps) takes
+    two lag work arrays (M − 1) × S × (S + D) where the carries need no gradient and a value-sum
+    buffer (M − 1) × D_v × S where the value sums need none (NumPy; torch outside autograd, a
+    NumPy bias included), every product of the loop writing into them, and none where the
+    products form new arrays (array-api-strict, torch under autograd); outputs equal the dense
+    softmax either way."""
+    if where == "torch" and not HAS_TORCH:
+        pytest.skip("torch is not installed")
+    taken, outs, bufs = [], [], []
+    work, into, plus = (_householder._work_array, _householder._product_into,
+                        _householder._rescaled_plus_product)  # fmt: skip
+
+    def product_into(a, b, out):
+        outs.append(out is None)
+        y = into(a, b, out)
+        assert out is None or y is out
+        return y
+
+    monkeypatch.setattr(_householder, "_work_array", lambda *a: taken.append(a[1]) or work(*a))
+    monkeypatch.setattr(_householder, "_product_into", product_into)
+    monkeypatch.setattr(_householder, "_rescaled_plus_product",
+                        lambda *a: bufs.append(a[-1] is None) or plus(*a))  # fmt: skip
+    t, c, dv = 40, 2, 2
     q, k, w, b = draw(47, t, 3)
-    v = np.random.default_rng(48).standard_normal((t, 2))
+    rng = np.random.default_rng(48)
+    v, bias = rng.standard_normal((t, dv)), 0.1 * rng.standard_normal((t, t))
     args = _place(where, [q, k, v, w, b])
-    o = path_attention(*args, "path", c)
-    assert len(taken) == calls
+    if bias_kind is not None:
+        args.append(bias if bias_kind == "numpy" else torch.from_numpy(bias.copy()))
+    if grad is not None:
+        args["qkv".index(grad) if grad in "qkv" else -1].requires_grad_(True)
+    o = path_attention(*args[:5], "path", c, bias=args[5] if bias_kind else None)
+    m, span = 3, 14
+    assert taken == [(m - 1, span, span + 3)] * n_lag + [(m - 1, dv, span)] * n_sum
+    assert outs == [n_lag == 0] * (m - 1) and bufs == [n_sum == 0] * (m - 1)
     got = backend.to_numpy(o.detach() if hasattr(o, "detach") else o)
-    ref = softmax_output(dense_scores(q, k, w, b, "path"), v, 1 / math.sqrt(3))
+    ref = softmax_output(dense_scores(q, k, w, b, "path"), v, 1 / math.sqrt(3),
+                         bias if bias_kind else None)  # fmt: skip
     assert max_err(got, ref) <= TOL
 
 
