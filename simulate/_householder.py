@@ -138,8 +138,8 @@ def _check(q, k, w, beta, route: str, chunk: int, v=None, bias=None):
             f"q, k and w must have the same shape (..., T, D); got {tuple(q.shape)}, "
             f"{tuple(k.shape)}, {tuple(w.shape)}"
         )
-    err = xp.abs(xp.sqrt(xp.sum(w * w, axis=-1)) - 1.0)
-    worst = float(xp.max(err))
+    wd = w.detach() if hasattr(w, "detach") else w  # a check, outside any autograd graph
+    worst = float(xp.max(xp.abs(xp.sqrt(xp.sum(wd * wd, axis=-1)) - 1.0)))
     if worst > 1e-12:
         raise ValueError(
             f"w rows must be unit vectors (tolerance 1e-12); worst |‖w‖ − 1| = {worst}"
@@ -152,8 +152,9 @@ def _check(q, k, w, beta, route: str, chunk: int, v=None, bias=None):
             f"beta must be a scalar or broadcast to {tuple(q.shape[:-1])}; got {tuple(beta.shape)}"
         ) from exc
     if not bool(xp.all((beta >= 0.0) & (beta <= 2.0))):
+        bd = beta.detach() if hasattr(beta, "detach") else beta
         raise ValueError(
-            f"beta must lie in [0, 2]; got values in [{float(xp.min(beta))}, {float(xp.max(beta))}]"
+            f"beta must lie in [0, 2]; got values in [{float(xp.min(bd))}, {float(xp.max(bd))}]"
         )
     if v is not None:
         v = _as_finite(at, v, "v")

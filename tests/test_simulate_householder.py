@@ -314,7 +314,7 @@ def test_the_in_place_value_update_is_the_plain_expression_bit_for_bit(where):
     want = np.asarray(args[1] * args[0] + args[2] @ args[3])  # the backend's own products
     if where == "torch autograd":
         args[1].requires_grad_(True)
-    buf = conv(np.empty((3, 4, 5)))
+    buf = conv(np.full((3, 4, 5), np.nan))
     got = _householder._rescaled_plus_product(*args, buf)
     plain = [np.asarray(x.detach() if where != "numpy" else x) for x in (got, args[0])]
     np.testing.assert_array_equal(plain[0], want)
@@ -367,6 +367,8 @@ WORK = [  # (route, what requires a gradient, the bias's kind, lag work arrays, 
     ("torch", "v", None, 2, 0),
     ("torch", "q", None, 0, 0),
     ("torch", "k", None, 0, 0),
+    ("torch", "w", None, 0, 0),
+    ("torch", "beta", None, 0, 0),
     ("array_api_strict", None, None, 0, 0),
 ]
 
@@ -405,7 +407,7 @@ def test_work_arrays_are_taken_only_where_products_write_into_them(
     if bias_kind is not None:
         args.append(bias if bias_kind == "numpy" else torch.from_numpy(bias.copy()))
     if grad is not None:
-        args["qkv".index(grad) if grad in "qkv" else -1].requires_grad_(True)
+        args[["q", "k", "v", "w", "beta", "bias"].index(grad)].requires_grad_(True)
     o = path_attention(*args[:5], "path", c, bias=args[5] if bias_kind else None)
     m, span = 3, 14
     assert taken == [(m - 1, span, span + 3)] * n_lag + [(m - 1, dv, span)] * n_sum
@@ -630,6 +632,23 @@ def test_torch_beta_of_the_wrong_length_is_a_value_error():
     msg = "beta must be a scalar or broadcast to (6,); got (5,)"
     with pytest.raises(ValueError, match=whole(msg)):
         householder_route_scores(q, k, w, b[:-1])
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_torch_inputs_requiring_a_gradient_are_checked_without_warnings():
+    """The checks read w and β outside autograd: no warning about converting a tensor that
+    requires a gradient (an error under filterwarnings = error), the documented messages."""
+    q, k, w, b = (torch.from_numpy(x) for x in draw(31, 6, 3))
+    w_bad = (w * 3.0).requires_grad_(True)
+    head = re.escape("w rows must be unit vectors (tolerance 1e-12); worst |‖w‖ − 1| = ")
+    with pytest.raises(ValueError, match=f"^{head}2\\.0[0-9]*$"):
+        householder_route_scores(q, k, w_bad, b)
+    b_bad = torch.tensor([0.0, 0.5, 2.0, 2.5, 1.0, 1.0], dtype=torch.float64, requires_grad=True)
+    msg = "beta must lie in [0, 2]; got values in [0.0, 2.5]"
+    with pytest.raises(ValueError, match=whole(msg)):
+        householder_route_scores(q, k, w, b_bad)
+    s = householder_route_scores(q, k, w.clone().requires_grad_(True), b)
+    assert s.requires_grad
 
 
 def test_v_of_another_batch_shape_is_rejected():
