@@ -817,10 +817,16 @@ def test_score_rows_keep_batch_dims_dtype_and_device_and_default_to_the_whole_se
     assert got.shape == (2, t - start, t) and got.dtype == np.float64
     assert max_err(np.where(np.isneginf(ref), -np.inf, got), ref) <= TOL
     assert np.all(got[np.isneginf(ref)] == 0.0)
+    f32 = [x.astype(np.float32) for x in (q[:, start:], k, w, b)]
+    if where == "array_api_strict":  # backend.asarray makes float64; float32 as it is
+        xs = pytest.importorskip("array_api_strict")
+        args32 = [xs.asarray(x, device=xs.Device("device1")) for x in f32]
+    else:
+        args32 = _place(where, f32)
+    rows32 = path_score_rows(*args32, start, 2)
+    assert backend.to_numpy(rows32).dtype == np.float32  # float32 kept on every route
+    assert np.allclose(backend.to_numpy(rows32), got, rtol=1e-4, atol=1e-4)
     if where == "numpy":
-        rows32 = path_score_rows(*(x.astype(np.float32) for x in (q[:, start:], k, w, b)),
-                                 start, 2)  # fmt: skip
-        assert rows32.dtype == np.float32 and np.allclose(rows32, got, rtol=1e-4, atol=1e-4)
         q70, k70, w70, b70 = draw(45, 70, 3)  # T > 64: the default chunk is 64, not min(T, ·)
         np.testing.assert_array_equal(path_score_rows(q70, k70, w70, b70),
                                       path_score_rows(q70, k70, w70, b70, 0, 64))  # fmt: skip
