@@ -94,7 +94,7 @@ from typing import NamedTuple
 
 import array_api_compat as aac
 import numpy as np
-import scipy.linalg
+import scipy.linalg.blas
 
 from posflow.simulate._arrays import Place, as_float, check_int, namespace_of
 from posflow.simulate._routes import check_route
@@ -175,16 +175,27 @@ def _pad_rows(xp, x, rows: int, axis: int):
 
 
 def _unit_lower_solve(xp, a, b):
-    """(I + A)⁻¹ B for strictly lower-triangular A (..., C, C) and B (..., C, K), by one batched
-    solve: forward substitution on torch and on NumPy (SciPy's batched ``solve_triangular``),
-    LU elsewhere (the array API has no triangular solve; LU costs about 2× more). Forward
-    substitution keeps B's exact zeros: rows above a column's first nonzero entry stay 0."""
+    """(I + A)⁻¹ B for strictly lower-triangular A (..., C, C) and B (..., C, K), by one solve
+    per matrix: forward substitution on torch (batched) and on NumPy (BLAS ``trsm``, see
+    below), LU elsewhere (the array API has no triangular solve; LU costs 2–5× more). Forward
+    substitution keeps B's exact zeros: rows above a column's first nonzero entry stay 0.
+
+    On NumPy ``b`` is overwritten with the result (callers pass a fresh array): a row-major
+    X = (I + A)⁻¹ B is the column-major Xᵀ = Bᵀ (I + A)⁻ᵀ, which BLAS solves from the right in
+    place on the same memory, with (I + A)ᵀ read from A's memory as a unit upper-triangular
+    matrix. No copy and no new array per matrix: SciPy's batched ``solve_triangular`` copies
+    each right-hand side into column order and returns a new array per matrix (0.45 against
+    0.24 ms for 16 chunks of C = 64 with K = 128 columns)."""
     if aac.is_torch_namespace(xp):
         return xp.linalg.solve_triangular(a, b, upper=False, unitriangular=True)
     if isinstance(a, np.ndarray):
-        return scipy.linalg.solve_triangular(
-            a, b, lower=True, unit_diagonal=True, check_finite=False
-        )
+        b = np.ascontiguousarray(b)  # (a fresh array of the caller's is already)
+        c = a.shape[-1]
+        mats = np.ascontiguousarray(a, dtype=b.dtype).reshape(-1, c, c)
+        trsm = scipy.linalg.blas.get_blas_funcs("trsm", (mats, b))
+        for m, r in zip(mats, b.reshape(-1, *b.shape[-2:]), strict=True):  # views of b
+            trsm(1.0, m.T, r.T, side=1, lower=0, trans_a=0, diag=1, overwrite_b=1)
+        return b
     eye = xp.eye(a.shape[-1], dtype=a.dtype, device=aac.device(a))
     return xp.linalg.solve(eye + a, b)
 

@@ -779,6 +779,26 @@ def test_the_ut_solve_gives_l_times_its_right_hand_sides_and_the_chunk_product(w
             assert np.all(np.triu(lwk[h]) == 0.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_numpy_solve_writes_into_a_contiguous_right_hand_side_and_leaves_others_alone(dtype):
+    """_unit_lower_solve on NumPy (BLAS trsm on the transposed memory): (I + A)⁻¹ B against
+    np.linalg.solve for batch dims (2, 3), C = 5, K = 7; a C-contiguous B is overwritten with
+    the result and returned, any other B is copied first and left as it was; the dtype kept."""
+    rng = np.random.default_rng(50)
+    a = np.tril(rng.uniform(-2, 2, (2, 3, 5, 5)), -1).astype(dtype)
+    b = rng.standard_normal((2, 3, 5, 7)).astype(dtype)
+    want = np.linalg.solve(np.eye(5) + a.astype(np.float64), b.astype(np.float64))
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    fresh = b.copy()
+    got = _householder._unit_lower_solve(np, a, fresh)
+    assert got is fresh and got.dtype == dtype and np.abs(got - want).max() <= tol
+    strided = np.swapaxes(b.copy(), -1, -2).copy()  # the same B behind a transposed view
+    view = np.swapaxes(strided, -1, -2)
+    kept = strided.copy()
+    got = _householder._unit_lower_solve(np, a, view)
+    assert np.abs(got - want).max() <= tol and np.array_equal(strided, kept)
+
+
 def test_exp2_is_the_namespaces_own_and_else_exp_of_x_ln2():
     """_exp2: NumPy's exp2 bit for bit where the namespace has one; exp(x·ln 2) where it has
     not (the two differ in the last bit for some x, so the test tells them apart)."""
