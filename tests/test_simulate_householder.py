@@ -797,6 +797,10 @@ def test_the_numpy_solve_writes_into_a_contiguous_right_hand_side_and_leaves_oth
     kept = strided.copy()
     got = _householder._unit_lower_solve(np, a, view)
     assert np.abs(got - want).max() <= tol and np.array_equal(strided, kept)
+    other = a.astype(np.float32 if dtype == np.float64 else np.float64)  # A of another dtype
+    fresh = b.copy()
+    got = _householder._unit_lower_solve(np, other, fresh)
+    assert got is fresh and got.dtype == dtype and np.abs(got - want).max() <= 1e-4
 
 
 def test_exp2_is_the_namespaces_own_and_else_exp_of_x_ln2():
