@@ -29,11 +29,18 @@ four rows per pass over the heads and the head sum Σ_h ω_h G_h in vector lanes
 within the bound (*) below. Nothing here runs on more than one thread, and no result depends
 on the thread count.
 
-Subnormal numbers are kept (IEEE gradual underflow), not flushed to zero: deep rollouts put most
-entries of a profile below 2.2e-308 and x86 cores take slow paths on them (≈ 1.6× at 32 heads in
-``benchmarks/limits.py``), but flush-to-zero is a per-thread CPU mode that would also change what
-NumPy, BLAS and torch compute in the same thread, and the tails would then differ from the
-dense and exact references the claims compare with.
+Subnormal numbers: the step of several heads computes in a domain scaled by 2^960 (above
+:func:`_step_heads`), so no product of it has a subnormal operand or result, and rounds each
+output once to the subnormal grid; the one-head kernel keeps IEEE gradual underflow.
+Flush-to-zero, a per-thread CPU mode, is not used: it would also change what NumPy, BLAS and
+torch compute in the same thread, and the tails would then differ from the dense and exact
+references the claims compare with. Before the scaled domain, the recurrence G ← r G stalled in
+gradual underflow: for r > 1/2, r·2^-1074 rounds back to 2^-1074, so states that should decay
+to 0 stayed at the smallest subnormals and every later row's products ran on them. That left
+81.5 % of ``benchmarks/limits.py``'s 32-head profile (n = 10⁶, T = 64) at subnormal floors
+(≈ 1e-320) where the exact values lie far below 2^-1074, now 0 (80.6 % exact zeros, 0.9 %
+subnormals), and Intel cores, which multiply subnormals in microcode (9 against 0.9 ns per
+vectorised product), ran that rollout in 51 s instead of 0.71 s (AMD cores: 1.6×).
 """
 
 from __future__ import annotations
@@ -43,8 +50,10 @@ import threading
 import weakref
 
 import numpy as np
+from llvmlite import ir
 from numba import config as _numba_config
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from posflow.simulate._paths import numba_cache_dir
 
@@ -167,14 +176,92 @@ def _lanes_total(S, E, row, hi):  # pragma: no cover - compiled
     return s + e
 
 
+# Several heads compute in a scaled domain: every input p_j is read as p̃_j = 2^960 p_j and
+# every output leaves as 2^-960 ỹ_j, so a profile whose tail lies below 2^-1022 (most of it in
+# deep rollouts: about 80 % of the entries of benchmarks/limits.py's 32-head profile) is carried
+# in normal numbers. Cores that multiply subnormal operands or produce subnormal products in
+# microcode (Intel x86: 9 against 0.9 ns per vectorised product, benchmarks/limits.py's 32-head
+# row at 0.21 GFLOP/s, 0 % of matmul) then run at their normal rate. Scaling by a power of two
+# is exact in both directions while nothing leaves the normal range: p_j ≤ 1 and every factor
+# (w, r, ω, diag, λ) is at most 1, so scaled values stay below 2^961 (no overflow), and an input
+# down to 2^-1074 becomes 2^-114 (no underflow while the factors that multiply it stay above
+# 2^-908). So a step whose unscaled arithmetic stays normal gives the same bits as before, and
+# where it did not, each output is the scaled result rounded once to the subnormal grid (round
+# to nearest even, as one IEEE multiplication by 2^-960 would do) instead of carrying the
+# roundings of every subnormal operation: at most 2^-1075 from the exact value of the scaled
+# arithmetic, which obeys bound (*). Subnormal inputs and outputs pass through their bit
+# patterns (an integer m ≤ 2^52 is the bit pattern of m·2^-1074), never through a floating-
+# point multiplication with a subnormal operand or result. At the end of every block of L rows
+# a state with |G̃_h| < 2^-700 (true value below 2^-1660) is set to 0: whatever it would still
+# add to a later output is below 2^-1660, far under that output's rounding (2^-1075), and a
+# block moves a state by at most 2^-L = 2^-256 for r_h > 1/2 (the stalling case), so no state
+# reaches the scaled domain's own subnormals (2^-1022) before it is dropped; for r_h ≤ 1/2 it
+# decays to 0 within a few dozen rows anyway.
+_UP = 2.0**960  # normal p: p̃ = p·2^960
+_DOWN = 2.0**-960  # ỹ ≥ 2^-62: y = ỹ·2^-960, normal
+_SUB_UP = 2.0**-114  # subnormal p = m·2^-1074: p̃ = m·2^-114
+_SUB_DOWN = 2.0**114  # ỹ < 2^-62: y = rint(ỹ·2^114)·2^-1074 on the subnormal grid
+_SUB_TOP = 2.0**-62  # 2^-1022 scaled: the smallest normal output
+_G_FLOOR = 2.0**-700  # scaled states below it (true value < 2^-1660) are set to 0
+_MANTISSA = (1 << 52) - 1
+_SIGN = -(1 << 63)
+
+
+@intrinsic
+def _bits(typingctx, x):
+    """The bit pattern of a float64 as an int64 (a register move, no arithmetic)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _from_bits(typingctx, m):
+    """The float64 whose bit pattern is the int64 ``m``."""
+    if m != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@njit(cache=True, nogil=True)
+def _up(x):  # pragma: no cover - compiled
+    """2^960 x, exactly, without an operation on a subnormal operand."""
+    bits = _bits(x)
+    if (bits >> 52) & 0x7FF == 0:  # zero or subnormal: m·2^-1074, m the mantissa field
+        v = float(bits & _MANTISSA) * _SUB_UP
+        return -v if bits < 0 else v
+    return x * _UP
+
+
+@njit(cache=True, nogil=True)
+def _down(y):  # pragma: no cover - compiled
+    """2^-960 y rounded to nearest even like an IEEE product; a subnormal (or zero) result is
+    formed from its bit pattern, without a subnormal operation."""
+    a = abs(y)
+    if a < _SUB_TOP:
+        m = np.int64(np.rint(a * _SUB_DOWN))  # ≤ 2^52: 2^52 is the bits of 2^-1022
+        return _from_bits(m | _SIGN if y < 0 else m)
+    return y * _DOWN
+
+
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
-def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no cover - compiled
+def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no cover
     # Several heads, block by block from the last row: L rows, then their mass into the lanes
     # (_lanes_add); the n mod L rows at the start of the row last. Four rows per pass over the
     # heads (the states G and the per-head constants loaded once for four rows), the heads in
     # vector lanes: the sums p_j d_j + Σ_h ω_h G_h(j+1) are reassociated (bound (*)). The
     # diagonal is read as diag[min(j, nt − 1)] like the weights (the stationary rows share
-    # the table's last row: the same values), so it is not a third stream over n rows.
+    # the table's last row: the same values), so it is not a third stream over n rows. The
+    # rows P, out are also read and written through their int64 views Pb, ob (same memory):
+    # p, G and y in the scaled domain above (_read_scaled, _write_scaled).
     k, n = P.shape
     H = G.shape[0]
     L = S.shape[0]
@@ -190,10 +277,10 @@ def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no c
         while j >= 0:
             lo = j - L + 1 if j >= rest else 0  # the block of rows lo..j
             while j - 3 >= lo:
-                p1 = P[b, j]
-                p2 = P[b, j - 1]
-                p3 = P[b, j - 2]
-                p4 = P[b, j - 3]
+                p1 = _up(P[b, j])
+                p2 = _up(P[b, j - 1])
+                p3 = _up(P[b, j - 2])
+                p4 = _up(P[b, j - 3])
                 i1, i2, i3, i4 = min(j, last), min(j - 1, last), min(j - 2, last), min(j - 3, last)
                 a1 = 0.0
                 a2 = 0.0
@@ -211,18 +298,22 @@ def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no c
                     g = p3 * w_off[i3, h] + rr * g
                     a4 += c * g
                     G[h] = p4 * w_off[i4, h] + rr * g
-                row[j] = a * p1 + lam * (p1 * diag[i1] + a1)
-                row[j - 1] = a * p2 + lam * (p2 * diag[i2] + a2)
-                row[j - 2] = a * p3 + lam * (p3 * diag[i3] + a3)
-                row[j - 3] = a * p4 + lam * (p4 * diag[i4] + a4)
+                row[j] = _down(a * p1 + lam * (p1 * diag[i1] + a1))
+                row[j - 1] = _down(a * p2 + lam * (p2 * diag[i2] + a2))
+                row[j - 2] = _down(a * p3 + lam * (p3 * diag[i3] + a3))
+                row[j - 3] = _down(a * p4 + lam * (p4 * diag[i4] + a4))
                 j -= 4
             while j >= lo:
-                p1 = P[b, j]
+                p1 = _up(P[b, j])
                 i1 = min(j, last)
-                row[j] = a * p1 + lam * (p1 * diag[i1] + _heads1(G, hw, r, w_off, i1, p1))
+                y = a * p1 + lam * (p1 * diag[i1] + _heads1(G, hw, r, w_off, i1, p1))
+                row[j] = _down(y)
                 j -= 1
             if lo > 0 or rest == 0:
                 _lanes_add(row[lo : lo + L], S, E)
+            for h in range(H):  # states that can no longer reach the output grid (above)
+                if abs(G[h]) < _G_FLOOR:
+                    G[h] = 0.0
         sums[b] = _lanes_total(S, E, row, rest - 1)
 
 

@@ -199,7 +199,9 @@ def influence(kernels, lambdas, n: int | None = None) -> np.ndarray:
     a step that really loses mass keeps its loss); entries below 2.2e-308 (the smallest normal
     float64) are kept as subnormals, with fewer significant bits the smaller they are, and
     those below 4.9e-324 are 0 (for causal kernels p(n−1) = P_{n−1,n−1}, whose log
-    ``diagonal(kernels, lambdas, log=True)[-1]`` stays exact).
+    ``diagonal(kernels, lambdas, log=True)[-1]`` stays exact); ALiBi kernels of several heads
+    on NumPy round each step's subnormal entries once, from a scaled computation
+    (``posflow.simulate._alibi_nb``).
     """
     ks, lam = _layers(kernels, lambdas)
     size = _size(kernels, ks, n)

@@ -653,6 +653,106 @@ def test_the_step_of_real_tables_stays_within_the_bound_of_the_serial_order():
             G = p[0, j] * K._w_off[min(j, nt - 1)] + K._r * G
 
 
+# The step of several heads computes in the domain scaled by 2^960 (_alibi_nb, above
+# _step_heads): its subnormal inputs and outputs pass through their bit patterns.
+TINY = 2.0**-1022  # the smallest normal float64
+
+
+@pytest.mark.parametrize("H, n", [(32, 203), (2, 101), (3, 7)])
+def test_the_step_on_subnormal_rows_is_the_normal_step_scaled_and_rounded_once(H, n):
+    # rows Ps = 2^-500 Pn, exactly (Pn from 2^-572 to 1, signs mixed, zeros), so that Ps holds
+    # subnormals: in the scaled domain the two steps are the same arithmetic 2^500 apart, so
+    # step(Ps) must be step(Pn) · 2^-500 as IEEE multiplication rounds it (once, to the
+    # subnormal grid, to nearest even) — independent of the kernel's bit-pattern conversions
+    from posflow.simulate._alibi_nb import alibi_step
+
+    K = AlibiKernel(n, np.linspace(0.5, 3.0, H), np.linspace(-1, 2, H))
+    rng = np.random.default_rng(n)
+    # the second half subnormal after scaling (its outputs draw on it alone: p A_{·j} ← i ≥ j)
+    late = np.arange(n) >= n // 2
+    e = np.where(late, rng.integers(523, 572, (2, n)), rng.integers(0, 60, (2, n)))
+    pn = rng.random((2, n)) * 2.0**-e * rng.choice([-1, 1], (2, n))
+    pn[:, ::17] = 0.0
+    ps = pn * 2.0**-500
+    pn = ps * 2.0**500  # exact: scaling up loses nothing
+    assert ((ps != 0) & (np.abs(ps) < TINY)).mean() > 0.3
+    outs = []
+    for p in (pn, ps):
+        out = np.full_like(p, np.nan)
+        alibi_step(p, K._diag, K._w_off, K._r, K._hw, 0.3, out)
+        outs.append(out)
+    want = outs[0] * 2.0**-500
+    assert ((want != 0) & (np.abs(want) < TINY)).any()
+    np.testing.assert_array_equal(outs[1], want)
+
+
+def test_tails_below_the_subnormal_grid_are_zero_and_the_rest_within_half_a_grid_step():
+    # one step (λ = 1) from the last token: out_j = Σ_h ω_h w_h(n−1) r_h^{n−2−j} for j < n − 1,
+    # decaying far below 2^-1074. Exact reference in mpmath from the kernel's own float
+    # tables; the recurrences round once per row (relative γ_{n−j+H+2}), the output once to
+    # the grid (2^-1075 absolute). A serial recurrence in gradual underflow stalls instead:
+    # r·2^-1074 rounds back to 2^-1074 for r > 1/2, a floor of nonzero entries ~1e-323
+    # where the exact value is below 1e-400.
+    from posflow.simulate._alibi_nb import alibi_step
+
+    n, H = 3000, 4
+    K = AlibiKernel(n, np.array([0.3, 0.35, 0.4, 0.45]))  # r_h = e^{-m_h} > 1/2
+    p = np.zeros((1, n))
+    p[0, -1] = 1.0
+    out = np.full_like(p, np.nan)
+    alibi_step(p, K._diag, K._w_off, K._r, K._hw, 1.0, out)
+    w = K._w_off[min(n - 1, K._w_off.shape[0] - 1)]
+    grid = mpmath.mpf(2) ** -1075
+    below = 0
+    for j in range(n - 1):
+        exact = sum(mpmath.mpf(K._hw[h]) * mpmath.mpf(w[h]) * mpmath.mpf(K._r[h]) ** (n - 2 - j)
+                    for h in range(H))  # fmt: skip
+        tol = grid + gamma(n - j + H + 2) * exact
+        assert abs(mpmath.mpf(out[0, j]) - exact) <= tol, j
+        if exact < grid * (1 - gamma(n - j + H + 2)):  # rounds to 0 on any of those routes
+            below += 1
+            assert out[0, j] == 0.0, j
+    assert below > 100
+    assert ((out > 0) & (out < TINY)).sum() > 30
+
+
+def test_states_too_small_to_reach_the_output_grid_are_dropped_not_left_subnormal():
+    # G_h decays by r_h > 1/2 per row from the last token: after 10⁴ rows its scaled value
+    # (2^960 e^{-0.3·10⁴}) lies far below the scaled subnormal range, where a recurrence in
+    # gradual underflow would stall at 2^-1074 (and run every later product in microcode);
+    # below _G_FLOOR (true value < 2^-1660, beneath any output's rounding) it is set to 0
+    from posflow.simulate._alibi_nb import _G_FLOOR, _WORK, alibi_step
+
+    n, H = 10_000, 2
+    K = AlibiKernel(n, np.array([0.3, 0.4]))
+    p = np.zeros((1, n))
+    p[0, -1] = 1.0
+    out = np.empty_like(p)
+    alibi_step(p, K._diag, K._w_off, K._r, K._hw, 1.0, out)
+    assert _G_FLOOR == 2.0**-700
+    np.testing.assert_array_equal(_WORK.G[:H], 0.0)
+    assert out[0, : n - 3000].max() == 0.0 and out[0, -2] > 0
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_scaling_helpers_are_exact_products_by_powers_of_two(seed):
+    # _up(x) = 2^960 x exactly (from the bit pattern when x is subnormal) and _down(y) = 2^-960 y
+    # as IEEE multiplication rounds it, ties to even included, for values of every range
+    from posflow.simulate._alibi_nb import _down, _up
+
+    rng = np.random.default_rng(seed)
+    sub = rng.integers(0, 2**52, 200) * 2.0**-1074  # subnormals and 0 (exact)
+    x = np.concatenate([sub, -sub, rng.random(100) * 2.0 ** -rng.integers(0, 1020, 100),
+                        [TINY, -TINY, 1.0, np.inf, -np.inf, 0.0, -0.0]])  # fmt: skip
+    for v in x:
+        assert _up(v) == v * 2.0**960
+    ties = (rng.integers(0, 2**52, 100) + 0.5) * 2.0**-114  # exactly halfway on the grid
+    y = np.concatenate([ties, -ties, rng.random(200) * 2.0 ** -rng.integers(0, 200, 200),
+                        rng.random(50) * 2.0 ** rng.integers(0, 900, 50), [0.0, 2.0**-62]])
+    for v in y:
+        assert _down(v) == v * 2.0**-960, v
+    assert np.isnan(_up(np.nan)) and np.isnan(_down(np.nan))
+
+
 def test_the_four_block_lane_pass_gives_the_bits_of_four_single_block_passes():
     # _lanes_add4 claims the same TwoSums in the same order per lane as _lanes_add called on
     # the blocks last-first: equal S and E, bit for bit, on values of mixed sign and scale
