@@ -54,6 +54,33 @@ def test_regression_measurements_compare_by_identity_with_a_control(monkeypatch)
     assert len(other) == 1 and "not compared" in other[0].value and "id-1" in other[0].value
 
 
+def test_regression_measurements_of_a_selection_compare_only_its_numbers(monkeypatch):
+    # names= picks numbers of one kind on both sides (the others left to a call of their own
+    # tolerance); tag= keeps the keys apart; a selection the reference lacks is reported
+    from posflow.proofs_checks.kit import _regression as G
+
+    stored = {"quick": {"p": [{"identity": "i", "values": {"x": 1.0, "fit": 0.5}}]}}
+    monkeypatch.setattr(G, "load_reference", lambda name: stored)
+    run = {"x": 1.0, "fit": 0.5 * (1 + 3e-3)}
+    whole = regression_measurements("p", "i", run, "quick", 1e-3, "r", "w", "x.json")
+    assert whole[0].passed is False
+    rest = regression_measurements("p", "i", run, "quick", 1e-3, "r", "w", "x.json",
+                                   names=lambda k: k != "fit")  # fmt: skip
+    fit = regression_measurements("p", "i", run, "quick", 1e-2, "r", "w", "x.json",
+                                  names=lambda k: k == "fit", tag="_fitted")  # fmt: skip
+    assert rest[0].passed and rest[1].value == 1
+    assert [m.key for m in fit] == ["p.regression_fitted_vs_reference",
+                                    "p.regression_fitted_vs_reference_count",
+                                    "p.regression_fitted_control_one_number_moved"]  # fmt: skip
+    assert fit[0].passed and fit[1].value == 1 and fit[2].passed
+    tight = regression_measurements("p", "i", run, "quick", 1e-3, "r", "w", "x.json",
+                                    names=lambda k: k == "fit", tag="_fitted")  # fmt: skip
+    assert tight[0].passed is False
+    none = regression_measurements("p", "i", run, "quick", 1e-3, "r", "w", "x.json",
+                                   names=lambda k: k == "absent")  # fmt: skip
+    assert len(none) == 1 and "holds none" in none[0].value
+
+
 def test_load_reference_reads_the_packaged_files():
     assert "quick" in load_reference("pb15.json") and "quick" in load_reference("pb19.json")
     assert load_reference("no-such-file.json") == {}

@@ -76,24 +76,33 @@ def load_reference(name: str) -> dict:
 
 
 def regression_measurements(part: str, identity: str, values: dict, size: str, tol, reason,
-                            what: str, reference: str, floor: float = 1e-2) -> list:
+                            what: str, reference: str, floor: float = 1e-2, names=None,
+                            tag: str = "") -> list:
     """``part`` (a model tag or "smollm2_study") against its stored reference at ``size`` (in
     ``references/<reference>``), compared only when the reference was made from the same
     ``identity``; with a negative control (one reference number, at least ``floor`` in size,
-    moved by 10× the tolerance). ``floor``: deviations are relative to max(|reference|, floor)."""
+    moved by 10× the tolerance). ``floor``: deviations are relative to max(|reference|, floor).
+    ``names``: a predicate on the numbers' names, to compare only those (of the run and of the
+    reference alike) — numbers of another kind get their own call, tolerance and ``tag``
+    (appended to the measurement keys)."""
     refs = load_reference(reference).get(size, {}).get(part, [])
     ref = next((r for r in refs if r["identity"] == identity), None)
-    key = f"{part}.regression_vs_reference"
+    key = f"{part}.regression{tag}_vs_reference"
     if ref is None:
         have = "; ".join(repr(r["identity"]) for r in refs) or "none"
         return [info(key, f"not compared: no stored reference of this run ({identity!r}); "
                      f"stored: {have}")]  # fmt: skip
     vals = ref["values"]
+    if names is not None:
+        values = {k: v for k, v in values.items() if names(k)}
+        vals = {k: v for k, v in vals.items() if names(k)}
+    if not vals:
+        return [info(key, "not compared: the stored reference holds none of these numbers")]
     name = next(k for k, v in vals.items() if abs(v) >= floor)  # not below regression's floor
     moved = {**vals, name: vals[name] * (1 + 10 * tol)}
     return [
         *regression(key, values, vals, tol, reason, what, floor),
-        rejects(f"{part}.regression_control_one_number_moved",
+        rejects(f"{part}.regression{tag}_control_one_number_moved",
                 regression("c", values, moved, tol, reason, what, floor)[0],
                 f"the reference's {name} moved by 10× the tolerance"),
     ]
