@@ -291,6 +291,17 @@ def kept_lines(path: Path, sections: set[str]) -> list[str]:
     return out
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]]) -> str:
     """Write (and return) the markdown table: this run's paths over its rounds (``refs``: the
     references measured before each section of each round), and the kept rows of sections not
@@ -300,7 +311,7 @@ def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]])
     lines = [
         "# Code paths against the machine's limits (one core, one process)",
         "",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
+        f"Machine: {cpu_model()}, {os.cpu_count()} CPUs; "
         f"{rounds} round{'s' if rounds > 1 else ''}, references measured again just before "
         f"each section: triad {tri.min():.2f}–{tri.max():.2f} GB/s, float64 matmul "
         f"{mm.min():.2f}–{mm.max():.2f} GFLOP/s (load {min(r['load'] for r in refs):.2f}–"
