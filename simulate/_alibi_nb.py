@@ -178,14 +178,16 @@ def _lanes_total(S, E, row, hi):  # pragma: no cover - compiled
 
 # Several heads compute in a scaled domain: every input p_j is read as p̃_j = 2^960 p_j and
 # every output leaves as 2^-960 ỹ_j, so a profile whose tail lies below 2^-1022 (most of it in
-# deep rollouts: about 80 % of the entries of benchmarks/limits.py's 32-head profile) is carried
-# in normal numbers. Cores that multiply subnormal operands or produce subnormal products in
-# microcode (Intel x86: 9 against 0.9 ns per vectorised product, benchmarks/limits.py's 32-head
-# row at 0.21 GFLOP/s, 0 % of matmul) then run at their normal rate. Scaling by a power of two
-# is exact in both directions while nothing leaves the normal range: p_j ≤ 1 and every factor
-# (w, r, ω, diag, λ) is at most 1, so scaled values stay below 2^961 (no overflow), and an input
-# down to 2^-1074 becomes 2^-114 (no underflow while the factors that multiply it stay above
-# 2^-908). So a step whose unscaled arithmetic stays normal gives the same bits as before, and
+# deep rollouts) is carried in normal numbers. Cores that multiply subnormal operands or produce
+# subnormal products in microcode (Intel x86: 9 against 0.9 ns per vectorised product) then run
+# at their normal rate. Scaling by a power of two is exact in both directions while nothing
+# leaves the normal range. No overflow: every factor (w, r, ω, diag, λ) is at most 1, so
+# |G_h(j)| ≤ Σ_i |p_i| and |y_j| ≤ |p_j| + Σ_i |p_i|; a row whose entries all lie within
+# 2^62/n has Σ_i |p_i| ≤ 2^62 and every scaled value below 2^1023 (a rollout's rows are at most
+# 1), and any other row (larger entries, inf, NaN) is done again unscaled, as before. No
+# underflow: an input down to 2^-1074 becomes 2^-114, and stays normal while the factors that
+# multiply it stay above 2^-908. So a step whose unscaled arithmetic stays normal gives the same
+# bits as before, and
 # where it did not, each output is the scaled result rounded once to the subnormal grid (round
 # to nearest even, as one IEEE multiplication by 2^-960 would do) instead of carrying the
 # roundings of every subnormal operation: at most 2^-1075 from the exact value of the scaled
@@ -203,6 +205,7 @@ _SUB_UP = 2.0**-114  # subnormal p = m·2^-1074: p̃ = m·2^-114
 _SUB_DOWN = 2.0**114  # ỹ < 2^-62: y = rint(ỹ·2^114)·2^-1074 on the subnormal grid
 _SUB_TOP = 2.0**-62  # 2^-1022 scaled: the smallest normal output
 _G_FLOOR = 2.0**-700  # scaled states below it (true value < 2^-1660) are set to 0
+_FIT = 2.0**62  # rows with every |p_j| ≤ 2^62/n: scaled values stay below 2^1023
 _MANTISSA = (1 << 52) - 1
 _SIGN = -(1 << 63)
 
@@ -232,8 +235,10 @@ def _from_bits(typingctx, m):
 
 
 @njit(cache=True, nogil=True)
-def _up(x):  # pragma: no cover - compiled
-    """2^960 x, exactly, without an operation on a subnormal operand."""
+def _up(x, on=True):  # pragma: no cover - compiled
+    """2^960 x, exactly, without an operation on a subnormal operand (x itself when not ``on``)."""
+    if not on:
+        return x
     bits = _bits(x)
     if (bits >> 52) & 0x7FF == 0:  # zero or subnormal: m·2^-1074, m the mantissa field
         v = float(bits & _MANTISSA) * _SUB_UP
@@ -242,9 +247,11 @@ def _up(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _down(y):  # pragma: no cover - compiled
+def _down(y, on=True):  # pragma: no cover - compiled
     """2^-960 y rounded to nearest even like an IEEE product; a subnormal (or zero) result is
-    formed from its bit pattern, without a subnormal operation."""
+    formed from its bit pattern, without a subnormal operation (y itself when not ``on``)."""
+    if not on:
+        return y
     a = abs(y)
     if a < _SUB_TOP:
         m = np.int64(np.rint(a * _SUB_DOWN))  # ≤ 2^52: 2^52 is the bits of 2^-1022
@@ -254,67 +261,85 @@ def _down(y):  # pragma: no cover - compiled
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no cover
-    # Several heads, block by block from the last row: L rows, then their mass into the lanes
-    # (_lanes_add); the n mod L rows at the start of the row last. Four rows per pass over the
-    # heads (the states G and the per-head constants loaded once for four rows), the heads in
-    # vector lanes: the sums p_j d_j + Σ_h ω_h G_h(j+1) are reassociated (bound (*)). The
-    # diagonal is read as diag[min(j, nt − 1)] like the weights (the stationary rows share
-    # the table's last row: the same values), so it is not a third stream over n rows. The
-    # rows P, out are also read and written through their int64 views Pb, ob (same memory):
-    # p, G and y in the scaled domain above (_read_scaled, _write_scaled).
-    k, n = P.shape
+    # Row by row: in the scaled domain above while every entry of the row lies within
+    # _FIT / n (then no scaled value reaches 2^1023), else (entries beyond 2^62/n, inf or NaN)
+    # the row is done again unscaled, with IEEE gradual underflow, as before the scaled domain.
+    n = P.shape[1]
+    fit = _FIT / n
+    for b in range(P.shape[0]):
+        if not _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, True, fit):
+            _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, False, np.inf)
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, on, fit):  # pragma: no cover
+    # Row b of several heads, block by block from the last entry: L entries, then their mass
+    # into the lanes (_lanes_add); the n mod L entries at the start of the row last. Four
+    # entries per pass over the heads (the states G and the per-head constants loaded once for
+    # four), the heads in vector lanes: the sums p_j d_j + Σ_h ω_h G_h(j+1) are reassociated
+    # (bound (*)). The diagonal is read as diag[min(j, nt − 1)] like the weights (the
+    # stationary entries share the table's last row: the same values), so it is not a third
+    # stream over n entries. With ``on``, p, G and y live in the scaled domain above (_up,
+    # _down); returns False when an entry of the row is not within ``fit`` (the caller then
+    # does the row again without ``on``).
+    n = P.shape[1]
     H = G.shape[0]
     L = S.shape[0]
     a = 1.0 - lam
     last = w_off.shape[0] - 1
     rest = n % L
-    for b in range(k):
-        G[:] = 0.0
-        S[:] = 0.0
-        E[:] = 0.0
-        row = out[b]
-        j = n - 1
-        while j >= 0:
-            lo = j - L + 1 if j >= rest else 0  # the block of rows lo..j
-            while j - 3 >= lo:
-                p1 = _up(P[b, j])
-                p2 = _up(P[b, j - 1])
-                p3 = _up(P[b, j - 2])
-                p4 = _up(P[b, j - 3])
-                i1, i2, i3, i4 = min(j, last), min(j - 1, last), min(j - 2, last), min(j - 3, last)
-                a1 = 0.0
-                a2 = 0.0
-                a3 = 0.0
-                a4 = 0.0
-                for h in range(H):
-                    c = hw[h]
-                    rr = r[h]
-                    g = G[h]
-                    a1 += c * g
-                    g = p1 * w_off[i1, h] + rr * g
-                    a2 += c * g
-                    g = p2 * w_off[i2, h] + rr * g
-                    a3 += c * g
-                    g = p3 * w_off[i3, h] + rr * g
-                    a4 += c * g
-                    G[h] = p4 * w_off[i4, h] + rr * g
-                row[j] = _down(a * p1 + lam * (p1 * diag[i1] + a1))
-                row[j - 1] = _down(a * p2 + lam * (p2 * diag[i2] + a2))
-                row[j - 2] = _down(a * p3 + lam * (p3 * diag[i3] + a3))
-                row[j - 3] = _down(a * p4 + lam * (p4 * diag[i4] + a4))
-                j -= 4
-            while j >= lo:
-                p1 = _up(P[b, j])
-                i1 = min(j, last)
-                y = a * p1 + lam * (p1 * diag[i1] + _heads1(G, hw, r, w_off, i1, p1))
-                row[j] = _down(y)
-                j -= 1
-            if lo > 0 or rest == 0:
-                _lanes_add(row[lo : lo + L], S, E)
+    fits = True
+    G[:] = 0.0
+    S[:] = 0.0
+    E[:] = 0.0
+    row = out[b]
+    j = n - 1
+    while j >= 0:
+        lo = j - L + 1 if j >= rest else 0  # the block of entries lo..j
+        while j - 3 >= lo:
+            x1, x2, x3, x4 = P[b, j], P[b, j - 1], P[b, j - 2], P[b, j - 3]
+            if not (abs(x1) <= fit and abs(x2) <= fit and abs(x3) <= fit and abs(x4) <= fit):
+                fits = False
+            p1, p2, p3, p4 = _up(x1, on), _up(x2, on), _up(x3, on), _up(x4, on)
+            i1, i2, i3, i4 = min(j, last), min(j - 1, last), min(j - 2, last), min(j - 3, last)
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            a4 = 0.0
+            for h in range(H):
+                c = hw[h]
+                rr = r[h]
+                g = G[h]
+                a1 += c * g
+                g = p1 * w_off[i1, h] + rr * g
+                a2 += c * g
+                g = p2 * w_off[i2, h] + rr * g
+                a3 += c * g
+                g = p3 * w_off[i3, h] + rr * g
+                a4 += c * g
+                G[h] = p4 * w_off[i4, h] + rr * g
+            row[j] = _down(a * p1 + lam * (p1 * diag[i1] + a1), on)
+            row[j - 1] = _down(a * p2 + lam * (p2 * diag[i2] + a2), on)
+            row[j - 2] = _down(a * p3 + lam * (p3 * diag[i3] + a3), on)
+            row[j - 3] = _down(a * p4 + lam * (p4 * diag[i4] + a4), on)
+            j -= 4
+        while j >= lo:
+            x1 = P[b, j]
+            if not abs(x1) <= fit:
+                fits = False
+            p1 = _up(x1, on)
+            i1 = min(j, last)
+            y = a * p1 + lam * (p1 * diag[i1] + _heads1(G, hw, r, w_off, i1, p1))
+            row[j] = _down(y, on)
+            j -= 1
+        if lo > 0 or rest == 0:
+            _lanes_add(row[lo : lo + L], S, E)
+        if on:
             for h in range(H):  # states that can no longer reach the output grid (above)
                 if abs(G[h]) < _G_FLOOR:
                     G[h] = 0.0
-        sums[b] = _lanes_total(S, E, row, rest - 1)
+    sums[b] = _lanes_total(S, E, row, rest - 1)
+    return fits
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})

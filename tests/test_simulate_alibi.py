@@ -686,6 +686,27 @@ def test_the_step_on_subnormal_rows_is_the_normal_step_scaled_and_rounded_once(H
     np.testing.assert_array_equal(outs[1], want)
 
 
+
+@pytest.mark.parametrize("big", [2.0**62 / 6 * 1.01, 1e300, 1.5e307])
+def test_rows_too_large_for_the_scaled_domain_are_done_unscaled(big):
+    # 2^960 p would overflow for entries beyond 2^62/n: such a row is done again on the
+    # unscaled route, so the step stays finite and equals the dense (1 − λ) p + λ p A (here
+    # within 1e-14 relative, a few roundings per entry); the other row of the same call, a
+    # probability row, stays on the scaled route with its own mass sum (folded sums: _WORK)
+    from posflow.simulate._alibi_nb import _WORK, alibi_step
+
+    n = 6
+    K = AlibiKernel(n, [0.5, 1.0, 0.0], [0.0, 1.0, -1.0])
+    A = sum(K._hw[h] * K.head_dense(h) for h in range(3))
+    p = np.array([[big, big / 3, 0.0, big / 7, 1.0, big / 2], [0.1, 0.2, 0.3, 0.15, 0.05, 0.2]])
+    lam = 0.3
+    out = np.empty_like(p)
+    alibi_step(p, K._diag, K._w_off, K._r, K._hw, lam, out)
+    want = (1 - lam) * p + lam * (p @ A)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out, want, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(_WORK.sums[:2], want.sum(axis=1), rtol=1e-14)
+
 def test_tails_below_the_subnormal_grid_are_zero_and_the_rest_within_half_a_grid_step():
     # one step (λ = 1) from the last token: out_j = Σ_h ω_h w_h(n−1) r_h^{n−2−j} for j < n − 1,
     # decaying far below 2^-1074. Exact reference in mpmath from the kernel's own float
