@@ -26,8 +26,11 @@ masses added four blocks per pass over the lanes (:func:`_lanes_add4`): 0.58–0
 and layer on the benchmark's CPU, against 0.82–0.85 for the two-row loop that formed the
 outputs itself (held to one multiply-add latency per two rows and to its products). Several heads:
 four rows per pass over the heads and the head sum Σ_h ω_h G_h in vector lanes, reassociated
-within the bound (*) below. Nothing here runs on more than one thread, and no result depends
-on the thread count.
+within the bound (*) below; the stationary rows on the states F_h = G_h/w_h as for one head,
+F_h ← p_j + r_h F_h (one fused multiply-add per head and row instead of a product and one) with
+the sum Σ_h (ω_h w_h) F_h (bound (**) below): 5.2 against 8.7 ns per row and step at 32 heads,
+2.4 against 3.7 at 2 (benchmarks/limits.py's Intel host, normal rows). Nothing here runs on
+more than one thread, and no result depends on the thread count.
 
 Subnormal numbers: the step of several heads computes in a domain scaled by 2^960 (above
 :func:`_step_heads`), so no product of it has a subnormal operand or result, and rounds each
@@ -86,6 +89,18 @@ __all__ = ["alibi_step", "content_tables", "mass_update", "row_sums", "rows_out"
 # distributed, which needs more than reassociation); the compensated mass sums
 # (``_lanes_add``, ``_lanes_total``) and the one-head kernel are compiled without it, and an
 # inlined routine keeps its own flags (they belong to each instruction).
+#
+# Stationary rows (j ≥ nt − 1: weights w_h = w_off[nt − 1, h] for every row) run on F_h = G_h/w_h,
+# F_h(j) = p_j + r_h F_h(j+1), and form the head sum as Σ_h c_h F_h(j+1) with c_h = fl(ω_h w_h)
+# computed once per row of P: each term meets one more rounding (that of c_h), so there
+#
+#     |ŷ_j − y_j| ≤ γ_{H+2} (|p_j| d_j + Σ_h ω_h |G_h(j+1)|)                        (**)
+#
+# with G_h = w_h F_h, and the recurrence rounds once per row on either route (F ← p + r F or
+# G ← p w + r G in one fused multiply-add, after the product p w on the G route). Leaving the
+# stationary rows, G_h = fl(w_h F_h) (one more rounding of the state). |F_h| ≤ Σ_i |p_i| as
+# |G_h| is, so the route is taken only in the scaled domain below, whose rows satisfy that
+# bound within 2^1023; rows done unscaled keep the G route.
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
@@ -176,29 +191,28 @@ def _lanes_total(S, E, row, hi):  # pragma: no cover - compiled
     return s + e
 
 
-# Several heads compute in a scaled domain: every input p_j is read as p̃_j = 2^960 p_j and
-# every output leaves as 2^-960 ỹ_j, so a profile whose tail lies below 2^-1022 (most of it in
-# deep rollouts) is carried in normal numbers. Cores that multiply subnormal operands or produce
-# subnormal products in microcode (Intel x86: 9 against 0.9 ns per vectorised product) then run
-# at their normal rate. Scaling by a power of two is exact in both directions while nothing
-# leaves the normal range. No overflow: every factor (w, r, ω, diag, λ) is at most 1, so
-# |G_h(j)| ≤ Σ_i |p_i| and |y_j| ≤ |p_j| + Σ_i |p_i|; a row whose entries all lie within
-# 2^62/n has Σ_i |p_i| ≤ 2^62 and every scaled value below 2^1023 (a rollout's rows are at most
-# 1), and any other row (larger entries, inf, NaN) is done again unscaled, as before. No
-# underflow: an input down to 2^-1074 becomes 2^-114, and stays normal while the factors that
-# multiply it stay above 2^-908. So a step whose unscaled arithmetic stays normal gives the same
-# bits as before, and
-# where it did not, each output is the scaled result rounded once to the subnormal grid (round
-# to nearest even, as one IEEE multiplication by 2^-960 would do) instead of carrying the
-# roundings of every subnormal operation: at most 2^-1075 from the exact value of the scaled
-# arithmetic, which obeys bound (*). Subnormal inputs and outputs pass through their bit
-# patterns (an integer m ≤ 2^52 is the bit pattern of m·2^-1074), never through a floating-
-# point multiplication with a subnormal operand or result. At the end of every block of L rows
-# a state with |G̃_h| < 2^-700 (true value below 2^-1660) is set to 0: whatever it would still
-# add to a later output is below 2^-1660, far under that output's rounding (2^-1075), and a
-# block moves a state by at most 2^-L = 2^-256 for r_h > 1/2 (the stalling case), so no state
-# reaches the scaled domain's own subnormals (2^-1022) before it is dropped; for r_h ≤ 1/2 it
-# decays to 0 within a few dozen rows anyway.
+# Several heads compute in a scaled domain: every input p_j is read as p̃_j = 2^960 p_j and every
+# output leaves as 2^-960 ỹ_j, so a profile whose tail lies below 2^-1022 (most of it in deep
+# rollouts) is carried in normal numbers. Cores that multiply subnormal operands or produce
+# subnormal products in microcode (Intel x86: 9 against 0.9 ns per vectorised product) then run at
+# their normal rate. Scaling by a power of two is exact in both directions while nothing leaves the
+# normal range. No overflow: every factor (w, r, ω, diag, λ) is at most 1, so |G_h(j)| ≤ Σ_i |p_i|
+# and |y_j| ≤ |p_j| + Σ_i |p_i|; a row whose entries all lie within 2^62/n has Σ_i |p_i| ≤ 2^62 and
+# every scaled value below 2^1023 (a rollout's rows are at most 1), and any other row (larger
+# entries, inf, NaN) is done again unscaled, as before. No underflow: an input down to 2^-1074
+# becomes 2^-114, and stays normal while the factors that multiply it stay above 2^-908. So the
+# scaling changes no bit where the unscaled arithmetic of the same route stays normal, and where it
+# did not, each output is the scaled result rounded once to the subnormal grid (round to nearest
+# even, as one IEEE multiplication by 2^-960 would do) instead of carrying the roundings of every
+# subnormal operation: at most 2^-1075 from the exact value of the scaled arithmetic, which obeys
+# bound (*) or (**). Subnormal inputs and outputs pass through their bit patterns (an integer m ≤
+# 2^52 is the bit pattern of m·2^-1074), never through a floating-point multiplication with a
+# subnormal operand or result. At the end of every block of L rows a state with |G̃_h| < 2^-700
+# (true value below 2^-1660; F̃ ≥ G̃, so the same for F) is set to 0: whatever it would still add to
+# a later output is below 2^-1660, far under that output's rounding (2^-1075), and a block moves a
+# state by at most 2^-L = 2^-256 for r_h > 1/2 (the stalling case), so no state reaches the scaled
+# domain's own subnormals (2^-1022) before it is dropped; for r_h ≤ 1/2 it decays to 0 within a few
+# dozen rows anyway.
 _UP = 2.0**960  # normal p: p̃ = p·2^960
 _DOWN = 2.0**-960  # ỹ ≥ 2^-62: y = ỹ·2^-960, normal
 _SUB_UP = 2.0**-114  # subnormal p = m·2^-1074: p̃ = m·2^-114
@@ -260,19 +274,19 @@ def _down(y, on=True):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
-def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, S, E):  # pragma: no cover
+def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, C, S, E):  # pragma: no cover
     # Row by row: in the scaled domain above while every entry of the row lies within
     # _FIT / n (then no scaled value reaches 2^1023), else (entries beyond 2^62/n, inf or NaN)
     # the row is done again unscaled, with IEEE gradual underflow, as before the scaled domain.
     n = P.shape[1]
     fit = _FIT / n
     for b in range(P.shape[0]):
-        if not _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, True, fit):
-            _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, False, np.inf)
+        if not _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, C, S, E, True, fit):
+            _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, C, S, E, False, np.inf)
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
-def _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, on, fit):  # pragma: no cover
+def _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, C, S, E, on, fit):  # pragma: no cover
     # Row b of several heads, block by block from the last entry: L entries, then their mass
     # into the lanes (_lanes_add); the n mod L entries at the start of the row last. Four
     # entries per pass over the heads (the states G and the per-head constants loaded once for
@@ -280,8 +294,9 @@ def _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, on, fit):  # p
     # (bound (*)). The diagonal is read as diag[min(j, nt − 1)] like the weights (the
     # stationary entries share the table's last row: the same values), so it is not a third
     # stream over n entries. With ``on``, p, G and y live in the scaled domain above (_up,
-    # _down); returns False when an entry of the row is not within ``fit`` (the caller then
-    # does the row again without ``on``).
+    # _down), and the stationary entries (groups of four at j − 3 ≥ nt − 1) run on F = G/w_l
+    # with C = ω w_l (bound (**); C: a work buffer (H,)); returns False when an entry of the row
+    # is not within ``fit`` (the caller then does the row again without ``on``).
     n = P.shape[1]
     H = G.shape[0]
     L = S.shape[0]
@@ -293,9 +308,44 @@ def _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, S, E, on, fit):  # p
     S[:] = 0.0
     E[:] = 0.0
     row = out[b]
+    wl = w_off[last]
+    dl = diag[last]
+    for h in range(H):
+        C[h] = hw[h] * wl[h]
+    onf = on  # G holds F = G/w_l while the entries are stationary (scaled rows only)
     j = n - 1
     while j >= 0:
         lo = j - L + 1 if j >= rest else 0  # the block of entries lo..j
+        while onf and j - 3 >= lo and j - 3 >= last:
+            x1, x2, x3, x4 = P[b, j], P[b, j - 1], P[b, j - 2], P[b, j - 3]
+            if not (abs(x1) <= fit and abs(x2) <= fit and abs(x3) <= fit and abs(x4) <= fit):
+                fits = False
+            p1, p2, p3, p4 = _up(x1, on), _up(x2, on), _up(x3, on), _up(x4, on)
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            a4 = 0.0
+            for h in range(H):
+                c = C[h]
+                rr = r[h]
+                g = G[h]
+                a1 += c * g
+                g = p1 + rr * g
+                a2 += c * g
+                g = p2 + rr * g
+                a3 += c * g
+                g = p3 + rr * g
+                a4 += c * g
+                G[h] = p4 + rr * g
+            row[j] = _down(a * p1 + lam * (p1 * dl + a1), on)
+            row[j - 1] = _down(a * p2 + lam * (p2 * dl + a2), on)
+            row[j - 2] = _down(a * p3 + lam * (p3 * dl + a3), on)
+            row[j - 3] = _down(a * p4 + lam * (p4 * dl + a4), on)
+            j -= 4
+        if onf and j >= lo:  # leaving the stationary entries: G = w_l F
+            onf = False
+            for h in range(H):
+                G[h] = wl[h] * G[h]
         while j - 3 >= lo:
             x1, x2, x3, x4 = P[b, j], P[b, j - 1], P[b, j - 2], P[b, j - 3]
             if not (abs(x1) <= fit and abs(x2) <= fit and abs(x3) <= fit and abs(x4) <= fit):
@@ -501,6 +551,7 @@ class _Work(threading.local):
 
     def __init__(self):
         self.G = np.empty(0)
+        self.C = np.empty(0)
         self.S = np.empty(LANES)
         self.E = np.empty(LANES)
         self.sums = np.empty(0)
@@ -510,7 +561,7 @@ class _Work(threading.local):
 
     def buffers(self, k: int, H: int) -> tuple[np.ndarray, np.ndarray]:
         if self.G.size < H:
-            self.G = np.empty(H)
+            self.G, self.C = np.empty(H), np.empty(H)
         if self.sums.size < k:
             self.sums, self.last = np.empty(k), np.empty(k)
         return self.G[:H], self.sums[:k]
@@ -574,7 +625,7 @@ def alibi_step(P, diag, w_off, r, hw, lam, out):
     if r.shape[0] == 1:
         _step_one_head(P, diag, w_off, r, hw, lam, out, sums, w.S, w.E)
     else:
-        _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, w.S, w.E)
+        _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, w.C[: r.shape[0]], w.S, w.E)
     w.record(out)
     if P.base is None and P.flags.owndata and P.nbytes <= SPARE_BYTES:
         w.spare = P
