@@ -158,6 +158,25 @@ class BloomAdapter(Adapter):
         return int(model.config.n_head)
 
 
+def _falcon_split(attn, fused):
+    """Falcon's fused projection (B, n, ·) → q (B, H, n, d), k (B, Hkv, n, d), in the layout of
+    its three variants (transformers ≥ 5.25 splits inline; earlier ones in ``_split_heads``, with
+    the same layout): groups of a key-value head's queries, its key and its value (new decoder
+    architecture); H queries, one key, one value (multi-query); else query, key and value
+    interleaved per head."""
+    B, n, _ = fused.shape
+    H, d = attn.num_heads, attn.head_dim
+    x = fused.view(B, n, -1, d)
+    if attn.new_decoder_architecture:
+        g = x.view(B, n, attn.num_kv_heads, -1, d)
+        q, k = g[..., :-2, :].flatten(-3, -2), g[..., -2, :]
+    elif attn.multi_query:
+        q, k, _ = x.split([H, 1, 1], dim=-2)
+    else:
+        q, k, _ = x.unflatten(-2, (H, 3)).unbind(-2)
+    return q.transpose(1, 2), k.transpose(1, 2)
+
+
 class FalconAdapter(Adapter):
     name = "falcon"
 
@@ -171,9 +190,8 @@ class FalconAdapter(Adapter):
         return block.mlp, None  # read before the parallel blocks add a_t to it in place
 
     def qk(self, attn, args, kwargs):
-        q, k, _ = attn._split_heads(attn.query_key_value(_hidden(args, kwargs)))
-        q, k = q.transpose(1, 2), k.transpose(1, 2)  # (B, H, n, d), (B, Hkv, n, d)
-        if kwargs.get("alibi") is None:
+        q, k = _falcon_split(attn, attn.query_key_value(_hidden(args, kwargs)))
+        if not attn.config.alibi:
             from transformers.models.falcon.modeling_falcon import apply_rotary_pos_emb
 
             cos, sin = kwargs["position_embeddings"]
