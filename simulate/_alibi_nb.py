@@ -273,6 +273,16 @@ def _down(y, on=True):  # pragma: no cover - compiled
     return y * _DOWN
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _read4(P, b, j, on, fit):  # pragma: no cover - compiled
+    """Entries j, j − 1, j − 2, j − 3 of row b through :func:`_up`, and whether all four lie
+    within ``fit`` (False for NaN too). Inlined in numba's IR: as an LLVM call returning a
+    tuple it cost 0.4–0.7 ns per entry and step (measured at 2 and 32 heads)."""
+    x1, x2, x3, x4 = P[b, j], P[b, j - 1], P[b, j - 2], P[b, j - 3]
+    ok = abs(x1) <= fit and abs(x2) <= fit and abs(x3) <= fit and abs(x4) <= fit
+    return _up(x1, on), _up(x2, on), _up(x3, on), _up(x4, on), ok
+
+
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def _step_heads(P, diag, w_off, r, hw, lam, out, sums, G, C, S, E):  # pragma: no cover
     # Row by row: in the scaled domain above while every entry of the row lies within
@@ -317,10 +327,8 @@ def _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, C, S, E, on, fit):  
     while j >= 0:
         lo = j - L + 1 if j >= rest else 0  # the block of entries lo..j
         while onf and j - 3 >= lo and j - 3 >= last:
-            x1, x2, x3, x4 = P[b, j], P[b, j - 1], P[b, j - 2], P[b, j - 3]
-            if not (abs(x1) <= fit and abs(x2) <= fit and abs(x3) <= fit and abs(x4) <= fit):
-                fits = False
-            p1, p2, p3, p4 = _up(x1, on), _up(x2, on), _up(x3, on), _up(x4, on)
+            p1, p2, p3, p4, ok = _read4(P, b, j, on, fit)
+            fits = fits and ok
             a1 = 0.0
             a2 = 0.0
             a3 = 0.0
@@ -347,10 +355,8 @@ def _heads_row(P, b, diag, w_off, r, hw, lam, out, sums, G, C, S, E, on, fit):  
             for h in range(H):
                 G[h] = wl[h] * G[h]
         while j - 3 >= lo:
-            x1, x2, x3, x4 = P[b, j], P[b, j - 1], P[b, j - 2], P[b, j - 3]
-            if not (abs(x1) <= fit and abs(x2) <= fit and abs(x3) <= fit and abs(x4) <= fit):
-                fits = False
-            p1, p2, p3, p4 = _up(x1, on), _up(x2, on), _up(x3, on), _up(x4, on)
+            p1, p2, p3, p4, ok = _read4(P, b, j, on, fit)
+            fits = fits and ok
             i1, i2, i3, i4 = min(j, last), min(j - 1, last), min(j - 2, last), min(j - 3, last)
             a1 = 0.0
             a2 = 0.0
