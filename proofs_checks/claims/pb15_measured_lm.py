@@ -212,15 +212,13 @@ def pb15(ctx: Context) -> Evidence:
                            else (R.LIVE_TOL, R.LIVE_REASON, R.LIVE_FLOOR))  # fmt: skip
         what = "every number of the stored study's tables" if study else (
             f"every number PB15 reports of {part} (measurements and tables)")
-        if study:
-            ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what,
-                                            floor)  # fmt: skip
-            continue
+        rest = None if study else (lambda k: not R.fitted(k))  # fitted parameters: apart
         ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what, floor,
-                                        names=lambda k: not R.fitted(k))  # fmt: skip
-        ms += R.regression_measurements(part, identity, values, ctx.size, R.FIT_TOL,
-                                        R.FIT_REASON, f"the fitted parameters of {part}", floor,
-                                        names=R.fitted, tag="_fitted")  # fmt: skip
+                                        names=rest)  # fmt: skip
+        if not study:
+            ms += R.regression_measurements(part, identity, values, ctx.size, R.FIT_TOL,
+                                            R.FIT_REASON, f"the fitted parameters of {part}",
+                                            floor, names=R.fitted, tag="_fitted")  # fmt: skip
     cf_family, bs_family = family
     return Evidence(
         ms,
