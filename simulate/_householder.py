@@ -98,6 +98,7 @@ import scipy.linalg.blas
 
 from posflow.simulate._arrays import Place, as_float, check_int, namespace_of
 from posflow.simulate._routes import check_route
+from posflow.simulate.backend import backend_of
 
 __all__ = ["householder_route_scores", "path_attention", "path_score_rows"]
 
@@ -450,7 +451,7 @@ def _fill_rows(xp, r: _Route, out, row0: int, fill: float) -> None:
             x = y[..., s:]
 
 
-def householder_route_scores(q, k, w, beta, route: str = "path", chunk: int = 64):
+def householder_route_scores(q, k, w, beta, route: str = "path", chunk: int = 64, out=None):
     r"""All route scores s_ij = q_iᵀ P_{j→i} k_j (j ≤ i) of Householder steps I − β_s w_s w_sᵀ.
 
     .. math::
@@ -472,23 +473,56 @@ def householder_route_scores(q, k, w, beta, route: str = "path", chunk: int = 64
     route : {"path", "from_source"}
     chunk : int ≥ 1
         Chunk length C (``min(C, T)`` is used); 64 by default.
+    out : array, shape (..., T, T), optional
+        Where to write the result: a writable float64 array of the inputs' backend and device
+        (on torch, one that needs no gradient), e.g. one reused across calls. Every entry is
+        overwritten; the inputs are read in full before the first write, so ``out`` may even
+        share memory with them. By default a new array is allocated.
 
     Returns
     -------
     s : array, shape (..., T, T)
-        Float64 on the inputs' backend; entries above the diagonal (j > i) are −inf.
+        Float64 on the inputs' backend (``out`` itself when given); entries above the diagonal
+        (j > i) are −inf.
 
     Cost O(T²·D + T·C·(C + D) + T·D²) flops, sequential depth G + ⌈T/(G·C)⌉ lags; memory the
-    T × T result, written in place row band by row band (no second T × T array).
+    T × T result, written in place row band by row band (no second T × T array). A fresh
+    result's pages are cleared by the operating system when first written (at T = 4096,
+    128 MiB: about a fifth of the call on one core); passing a reused ``out`` saves that.
     Raises ValueError for mismatched shapes, non-unit w (tolerance 1e-12), β outside [0, 2],
-    non-finite input, an unknown route; TypeError for a non-integer chunk.
+    non-finite input, an unknown route, an ``out`` of the wrong shape, device or writability;
+    TypeError for a non-integer chunk or an ``out`` that is not a float64 array of the inputs'
+    backend.
     """
     at, q, k, w, beta, _, shift, chunk = _check(q, k, w, beta, route, chunk)
     xp = at.xp
     t = q.shape[-2]
-    out = xp.empty((*q.shape[:-2], t, t), dtype=q.dtype, device=at.device)
+    shape = (*q.shape[:-2], t, t)
+    if out is None:
+        out = xp.empty(shape, dtype=q.dtype, device=at.device)
+    else:
+        _check_out(at, out, shape)
     _fill_rows(xp, _route(xp, q, k, w, beta, shift, chunk, -math.inf), out, 0, -math.inf)
     return out
+
+
+def _check_out(at: Place, out, shape: tuple) -> None:
+    """``out`` must be a writable float64 array of ``at``'s backend and device, of ``shape``."""
+    if backend_of(out) != at.backend:
+        raise TypeError(
+            f"out must be a float64 array of the inputs' backend ({at.backend}); "
+            f"got {type(out).__name__}"
+        )
+    if out.dtype != at.xp.float64:
+        raise TypeError(f"out must have dtype float64; got {out.dtype}")
+    if tuple(out.shape) != shape:
+        raise ValueError(f"out must have shape {shape}; got {tuple(out.shape)}")
+    if at.device is not None and aac.device(out) != at.device:
+        raise ValueError(f"out must be on the inputs' device {at.device}; got {aac.device(out)}")
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise ValueError("out must be writable")
+    if getattr(out, "requires_grad", False):
+        raise ValueError("out must not require a gradient (the result is written in place)")
 
 
 def path_score_rows(q, k, w, beta, start: int = 0, chunk: int = 64):

@@ -256,6 +256,58 @@ def test_backends_agree_with_the_dense_route_product(where, route):
         assert max_err(o[h, ...], softmax_output(ref, v[h], 0.5, bias)) <= TOL
 
 
+@pytest.mark.parametrize("where", [pytest.param(("numpy", None), id="numpy"), *BACKENDS])
+@pytest.mark.parametrize("alias", [None, 0, 1, 2])
+def test_scores_written_into_out_equal_a_fresh_result_bit_for_bit(where, alias):
+    """A reused ``out`` full of NaN, or one that is q, k or w itself (D = T), receives exactly
+    the fresh result and is returned; T = 300 spans a full band and a partial one (S = 256), so
+    every kind of write (diagonal block, fill, in-place product, copied product) lands in it."""
+    name, dev = where
+    t = 300
+    arrays = [backend.asarray(x, name, dev) for x in draw(31, t, t, lead=(2,))]
+    fresh = householder_route_scores(*arrays)
+    if alias is None:
+        out = backend.asarray(np.full((2, t, t), np.nan), name, dev)
+    else:
+        arrays[alias] = out = backend.asarray(backend.to_numpy(arrays[alias]), name, dev)
+    got = householder_route_scores(*arrays, out=out)
+    assert got is out
+    assert np.array_equal(backend.to_numpy(got), backend.to_numpy(fresh))
+
+
+def _out_cases():
+    cases = [
+        (np.ones((6, 6), np.float32), TypeError, "out must have dtype float64; got float32"),
+        ([[0.0] * 6] * 6, TypeError,
+         "out must be a float64 array of the inputs' backend (numpy); got list"),
+        (np.ones((6, 7)), ValueError, "out must have shape (6, 6); got (6, 7)"),
+        (np.ones((1, 6, 6)), ValueError, "out must have shape (6, 6); got (1, 6, 6)"),
+        (np.lib.stride_tricks.as_strided(np.ones(1), (6, 6), (0, 0), writeable=False),
+         ValueError, "out must be writable"),
+    ]  # fmt: skip
+    if HAS_TORCH:
+        msg = "out must be a float64 array of the inputs' backend (numpy); got Tensor"
+        cases.append((torch.ones(6, 6, dtype=torch.float64), TypeError, msg))
+    return cases
+
+
+@pytest.mark.parametrize(("out", "error", "match"), _out_cases())
+def test_scores_reject_a_bad_out_naming_the_rule(out, error, match):
+    with pytest.raises(error, match=whole(match)):
+        householder_route_scores(_q(6, 1), _q(6, 1), _q(6, 1), 1.0, out=out)
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
+def test_scores_reject_an_out_that_needs_a_gradient_and_leave_it_alone():
+    q = torch.ones(6, 1, dtype=torch.float64)
+    out = torch.zeros(6, 6, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(ValueError, match=whole(
+        "out must not require a gradient (the result is written in place)"
+    )):  # fmt: skip
+        householder_route_scores(q, q, q, 1.0, out=out)
+    assert not out.detach().any()
+
+
 @pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed")
 def test_torch_agrees_with_the_training_codes_path_scores_and_is_differentiable():
     from posflow.simulate.models.schemes import path_scores
