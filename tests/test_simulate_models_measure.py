@@ -7,6 +7,7 @@ output projection), giving λ_t, mean probabilities and mean raw q·k independen
 """
 
 import copy
+import inspect
 import math
 
 import numpy as np
@@ -15,11 +16,17 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from transformers.models.falcon.modeling_falcon import FalconAttention  # noqa: E402
+
 from posflow.simulate.kernels import alibi_slopes  # noqa: E402
 from posflow.simulate.models import measure as M  # noqa: E402
 from posflow.simulate.models.lm import LM, LMConfig  # noqa: E402
 
 V, N, n = 64, 3, 10
+# Falcon's attention before transformers 5.25: inline, ALiBi passed as a keyword as well as in
+# the mask (eager adds it twice), softmax in the model's dtype; from 5.25: the shared
+# eager_attention_forward, ALiBi only in the mask, softmax in float32
+FALCON_ALIBI_KEYWORD = "alibi" in inspect.signature(FalconAttention.forward).parameters
 
 
 def _randomise(model, seed, std=0.3):
@@ -30,7 +37,7 @@ def _randomise(model, seed, std=0.3):
     return model
 
 
-def build(kind, seed=0):
+def build(kind, seed=0, impl="eager"):
     T = transformers
     cfgs = {
         "gpt2": T.GPT2Config(
@@ -71,15 +78,18 @@ def build(kind, seed=0):
     if kind == "posflow":
         model = LM(LMConfig(vocab_size=V, n_layer=2, n_head=2, d_model=32), seed=seed)
     else:
-        model = T.AutoModelForCausalLM.from_config(cfgs[kind], attn_implementation="eager")
+        model = T.AutoModelForCausalLM.from_config(cfgs[kind], attn_implementation=impl)
     return _randomise(model.double().eval(), seed)
 
 
 KINDS = ("gpt2", "bloom", "falcon_alibi", "falcon_rotary", "mpt", "llama", "posflow")
-# BLOOM, MPT and Llama take the softmax in float32 even in a float64 model, and rotary
-# models build cos/sin in float32: their results agree to float32 accuracy only
+# BLOOM, MPT, Llama and (transformers >= 5.25) Falcon take the softmax in float32 even in a
+# float64 model, and rotary models build cos/sin in float32: their results agree to float32
+# accuracy only (probabilities within a few 2^-24 relative)
 TOL = {k: 1e-6 if k in ("bloom", "mpt", "llama") else 1e-12 for k in KINDS}
 TOL["falcon_rotary"] = 1e-7
+if not FALCON_ALIBI_KEYWORD:
+    TOL["falcon_alibi"] = 1e-6
 QK_TOL = {k: 1e-6 if k in ("falcon_rotary", "llama") else 1e-10 for k in KINDS}
 
 
@@ -131,7 +141,8 @@ def hand_layer(kind, model, blk, x):
         at = blk.self_attention
         fused = at.query_key_value(blk.input_layernorm(x)).reshape(x.shape[0], L, 2, 3, 16)
         q, k, v = (fused[..., j, :].permute(0, 2, 1, 3) for j in range(3))
-        m = alibi_slopes(2) * (1.0 if kind == "bloom" else 1 / 4)  # Falcon: alibi/√d
+        # Falcon: alibi/√d; at H = 2 its bfloat16 slopes are the textbook ones (tested below)
+        m = alibi_slopes(2) * (1.0 if kind == "bloom" else 1 / 4)
         y, p, raw = _attend(q, k, v, _alibi(m, L))
         return at.dense(y), p, raw
     if kind == "falcon_rotary":  # multi-query: H query heads, one shared key and value head
@@ -222,6 +233,10 @@ def test_probabilities_are_the_softmax_of_qk_and_the_reported_slopes(kind):
 
 
 def test_falcon_alibi_is_measured_as_the_model_computes_it_with_sdpa():
+    """Before transformers 5.25 eager Falcon adds ALiBi twice (keyword and mask) and the
+    adapter's hook removes the keyword's copy; from 5.25 the mask alone carries the bias, in
+    eager and sdpa alike, and the hook changes nothing. Either way the measured eager pass
+    computes what sdpa computes, with the slopes the adapter reports."""
     eager = build("falcon_alibi", seed=15)
     sdpa = (
         transformers.AutoModelForCausalLM.from_config(
@@ -233,22 +248,76 @@ def test_falcon_alibi_is_measured_as_the_model_computes_it_with_sdpa():
     sdpa.load_state_dict(eager.state_dict())
     ids = _ids(seed=16)
     adapter = M.adapter_for(eager)
+    seen = {}
+    attn = adapter.attention(adapter.blocks(eager)[0])
+    spy = attn.register_forward_pre_hook(lambda mod, args, kw: seen.update(kw), with_kwargs=True)
     with torch.no_grad():
         ref = sdpa(input_ids=ids).logits
-        raw = eager(input_ids=ids).logits  # the eager path adds ALiBi twice
+        raw = eager(input_ids=ids).logits
         handles = adapter.prepare(eager)
         fixed = eager(input_ids=ids).logits
-    for h in handles:
+    for h in [spy, *handles]:
         h.remove()
-    assert (raw - ref).abs().max().item() > 1e-6
-    np.testing.assert_allclose(fixed.numpy(), ref.numpy(), atol=1e-12)
+    # the mask carries the reported slope times j at key j ≤ i (exactly: powers of 2 here)
+    mask, m = seen["attention_mask"], adapter.slopes(eager)
+    low = torch.ones(n, n, dtype=torch.bool).tril()
+    bias = torch.as_tensor(m)[:, None, None] * torch.arange(n, dtype=torch.float64)
+    assert torch.equal(mask[:, :, low], bias.expand(N, -1, n, -1)[:, :, low])
+    if FALCON_ALIBI_KEYWORD:
+        assert seen["alibi"] is not None
+        assert (raw - ref).abs().max().item() > 1e-6  # the eager path adds ALiBi twice
+        np.testing.assert_allclose(fixed.numpy(), ref.numpy(), rtol=0, atol=1e-12)
+    else:
+        assert "alibi" not in seen
+        assert torch.equal(raw, fixed)  # nothing to undo
+        # the eager softmax runs in float32 (a few 2^-24 relative per probability), sdpa's in
+        # float64; through two layers the logits differ by 6e-8 here
+        np.testing.assert_allclose(fixed.numpy(), ref.numpy(), rtol=0, atol=1e-6)
+
+
+def _press_slopes(H):
+    """ALiBi slopes of Press et al. (2022): 2^(-8h/P), h = 1..P, P the largest power of 2 ≤ H,
+    then those of 2P at odd h for the remaining H − P heads."""
+    P = 2 ** int(math.log2(H))
+    m = 2.0 ** (-8.0 * np.arange(1, P + 1) / P)
+    return np.concatenate([m, 2.0 ** (-4.0 * np.arange(1, 2 * (H - P), 2) / P)])
+
+
+@pytest.mark.parametrize("H", [2, 12, 32, 64])
+def test_falcon_reports_the_bfloat16_slopes_its_mask_applies(H):
+    """The slopes are the increments of the model's own mask, m_h/√d, with m_h Press et al.'s
+    slope rounded to bfloat16 (8 significant bits: within 2^-8 relative; exact for H ≤ 8)."""
+    cfg = transformers.FalconConfig(
+        num_hidden_layers=1, num_attention_heads=H, hidden_size=4 * H, vocab_size=V, alibi=True
+    )
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    adapter = M.adapter_for(model.double().eval())
+    seen = {}
+    attn = adapter.attention(adapter.blocks(model)[0])
+    spy = attn.register_forward_pre_hook(lambda mod, args, kw: seen.update(kw), with_kwargs=True)
+    with torch.no_grad():
+        model(input_ids=_ids(count=1, length=2))
+    spy.remove()
+    m = adapter.slopes(model)
+    np.testing.assert_array_equal(m, seen["attention_mask"][0, :, 1, 1].numpy())
+    rel = np.abs(m * 2 / _press_slopes(H) - 1)  # √d = 2
+    assert rel.max() <= 2.0**-8
+    assert (rel.max() == 0.0) == (H <= 8)
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "falcon_alibi", "posflow"])  # float64 softmaxes
 def test_gradient_influence_matches_central_differences(kind):
-    model = build(kind, seed=5)
+    # from transformers 5.25 Falcon's eager softmax runs in float32, whose rounding (2^-24)
+    # over the step h = 1e-6 would swamp the differences: sdpa keeps it in float64 (the
+    # influence needs no probabilities), and the eager model's influence is checked against
+    # it to float32 accuracy
+    sdpa = kind == "falcon_alibi" and not FALCON_ALIBI_KEYWORD
+    model = build(kind, seed=5, impl="sdpa" if sdpa else "eager")
     ids = _ids(seed=6, count=2, length=6)
     got = M.gradient_influence(model, ids)
+    if sdpa:
+        eager = M.gradient_influence(build(kind, seed=5), ids)
+        np.testing.assert_allclose(eager, got, rtol=1e-6)
     emb = M._embeddings(model)
 
     def p_top(e):  # e: (K, n, D), K perturbed copies in one batch
@@ -257,7 +326,7 @@ def test_gradient_influence_matches_central_differences(kind):
             return torch.softmax(out[:, -1], -1).max(-1).values.numpy()
 
     ref, h = np.zeros(6), 1e-6
-    fixes = [] if kind == "posflow" else M.adapter_for(model).prepare(model)
+    fixes = [] if kind == "posflow" else M.adapter_for(model, probabilities=False).prepare(model)
     for s in range(2):
         e0 = emb(ids[s : s + 1]).detach()[0]  # (n, D)
         L, D = e0.shape

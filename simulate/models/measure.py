@@ -29,7 +29,8 @@ layer's mask, whose band gives ``windows`` (keys a query sees, itself included; 
 query sees every earlier key at this n). Hugging Face models are loaded with the "eager"
 attention when probabilities are wanted; where the eager path computes something else than the
 model's default path, the adapter's ``prepare`` hooks restore the model's computation (Falcon
-with ALiBi in transformers 5.x adds the bias twice in eager mode; checked against sdpa).
+with ALiBi in transformers 5.0–5.24 adds the bias twice in eager mode; checked against sdpa;
+from 5.25 its eager pass adds it once, with the softmax in float32).
 
 Memory: sequences run in batches (``batch_size``), the (L, H, n, n) sums are accumulated in
 float64 in query-position chunks (``chunk`` rows at a time), one layer at a time, so the peak
