@@ -308,6 +308,13 @@ def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]])
     run."""
     rounds = max((len(s.rows) for sums in results.values() for s in sums), default=1)
     tri, mm = (np.array([r[k] for r in refs]) for k in ("triad", "matmul"))
+    kept = kept_lines(path, set(results))
+    names = sorted({line.strip().strip("|").split("|")[0].strip() for line in kept})
+    kept_text = (
+        f" Rows of {', '.join(names)} are kept from an earlier run written to this file (not "
+        "re-measured here: their reference, achieved rate and load columns are that run's)."
+        if kept else ""
+    )
     lines = [
         "# Code paths against the machine's limits (one core, one process)",
         "",
@@ -319,10 +326,10 @@ def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]])
         f"{'process CPU' if refs[0].get('clock', 'cpu') == 'cpu' else 'wall'} clock. Columns: "
         "medians over the rounds (% of reference: the median of each round's own ratio), the "
         "range of that ratio, the goal (issue 26) and how many rounds met it. Byte and flop "
-        "models: benchmarks/limits.py.",
+        f"models: benchmarks/limits.py.{kept_text}",
         "",
         *HEADER,
-        *kept_lines(path, set(results)),
+        *kept,
         *(summary_line(name, s) for name, sums in results.items() for s in sums),
     ]
     text = "\n".join(lines)

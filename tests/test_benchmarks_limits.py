@@ -67,6 +67,7 @@ def test_only_reruns_one_section_and_keeps_the_rows_of_the_others(tmp_path):
         "| other | some path | 1.00 GB/s | triad 2.00 GB/s | 50 % | 50–50 % | – | – | 0.10 |"
     )
     assert len(body) == 4 and all("stale" not in line for line in body)
+    assert "Rows of other are kept from an earlier run written to this file" in text
 
 
 def test_rounds_are_summarised_by_medians_ranges_and_the_rounds_meeting_the_goal(limits):
