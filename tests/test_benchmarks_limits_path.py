@@ -18,17 +18,19 @@ def section(monkeypatch):
 
 def test_tiny_run_gives_ratio_rate_and_share_rows(section):
     rows = section.path_sections(10.0, lengths=(64, 300), assembly_t=300, repeat=1)
-    assert [r["unit"] for r in rows] == ["×", "×", "GFLOP/s", "GFLOP/s", "%"]
+    assert [r["unit"] for r in rows] == ["×", "×", "GFLOP/s", "GFLOP/s", "%", "%"]
     for r in rows:
         assert set(r) == {"path", "achieved", "unit", "reference", "percent"}
         assert r["achieved"] > 0 and r["reference"] > 0
         assert r["percent"] == pytest.approx(100 * r["achieved"] / r["reference"])
     assert "T = 64" in rows[0]["path"] and "T = 300" in rows[1]["path"]
     assert rows[2]["reference"] == rows[3]["reference"] == 10.0  # the matmul's GFLOP/s
-    assert rows[4]["reference"] == 20.0 and rows[4]["achieved"] < 100.0
+    for r, into in zip(rows[4:], ("a fresh result", "a reused result (out=)"), strict=True):
+        assert r["reference"] == 20.0 and r["achieved"] < 100.0 and f"into {into}" in r["path"]
 
 
-def test_the_assembly_timer_leaves_the_writer_in_place(section):
+@pytest.mark.parametrize("reuse", [False, True])
+def test_the_assembly_timer_leaves_the_writer_in_place(section, reuse):
     put = section.H._put
-    section._assembly_share(40, 1)
+    section._assembly_share(40, 1, reuse)
     assert section.H._put is put
