@@ -25,10 +25,9 @@ import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 # isort: split
 
 import argparse
-import platform
 
 import numpy as np
-from _bench import best_of, write_results
+from _bench import best_of, cpu_model, write_results
 
 from posflow.simulate import backend, transport
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes
@@ -92,7 +91,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="smaller sizes (smoke run)")
     args = ap.parse_args(argv)
     res = {
-        "machine": platform.processor() or platform.machine(),
+        "machine": cpu_model(),
         "numpy": np.__version__,
         "note": NOTE,
         "influence": bench_influence(

@@ -48,14 +48,13 @@ import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 
 import argparse
 import os
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from _bench import RESULTS, best_of
+from _bench import RESULTS, best_of, cpu_model
 
 from posflow.simulate.kernels import alibi_kernel, alibi_slopes
 from posflow.simulate.rollout import constant, influence
@@ -289,17 +288,6 @@ def kept_lines(path: Path, sections: set[str]) -> list[str]:
         if line.startswith("| ") and cells[0] not in ("section", *sections) and cells[0]:
             out.append(line)
     return out
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux: /proc/cpuinfo), else what ``platform`` says."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]]) -> str:

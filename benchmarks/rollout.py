@@ -28,11 +28,10 @@ import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 import argparse
 import json
 import math
-import platform
 import tracemalloc
 
 import numpy as np
-from _bench import best_of, write_results
+from _bench import best_of, cpu_model, write_results
 
 from posflow.simulate import measured
 from posflow.simulate._kernel import check_n
@@ -309,7 +308,7 @@ def main(argv=None):
         print(json.dumps(res, indent=1))
         return res
     res = {
-        "machine": platform.processor() or platform.machine(),
+        "machine": cpu_model(),
         "numpy": np.__version__,
         "ratio": bench_ratio(512 if args.quick else 2048, 32, 32, rep),
         "large": [bench_large(10**5 if args.quick else 10**6, 64, H, rep) for H in (1, 32)],

@@ -40,12 +40,11 @@ import _bench  # noqa: F401  (first: pins BLAS, OpenMP and numba to one thread)
 import argparse
 import math
 import os
-import platform
 import time
 
 import numpy as np
 import scipy
-from _bench import best_of, write_results
+from _bench import best_of, cpu_model, write_results
 from scipy.stats import ortho_group
 
 from posflow.simulate.orthogonal import SO2BlockLaw, block_indices, haar
@@ -289,7 +288,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     rep = 1 if args.quick else 3
     res = {
-        "machine": platform.processor() or platform.machine(),
+        "machine": cpu_model(),
         "numpy": np.__version__,
         "scipy": scipy.__version__,
         "note": "one core on a machine shared with other work: absolute times are noisy",
