@@ -261,7 +261,7 @@ def _collect(ctx: Context):
         ms.append(readable)
         if store is not None:
             m, t, f, more = study_evidence(store, tag, name)
-            parts[tag] = (store["setup"]["command"], R.flatten(m, t))
+            parts[tag] = (store["setup"]["command"], R.flatten(m, t, ranks=True))  # exact
             ms += [*m, R.best_vs_direct(store, tag)]
             tables += t
             figs += f

@@ -284,7 +284,8 @@ def model_tables(tag, name, bs, level: float, B: int, family: int, alpha: float,
             f"{tag}.profiles",
             f"{name}: every profile against the measured influence (bootstrap "
             f"{100 * level:.3g}% intervals, B = {B})",
-            ["profile", "what", "W1/(n−1)", "lo", "hi", "Spearman ρ", "lo", "hi", "mean position"],
+            ["profile", "what", "W1/(n−1)", "lo", "hi", "Spearman ρ", "ρ lo", "ρ hi",
+             "mean position"],
             rows,
         ),
         Table(
