@@ -278,16 +278,17 @@ def summary_line(section: str, s: Summary) -> str:
     )
 
 
+def section_of(line: str) -> str:
+    """The first cell of a markdown table line (its section)."""
+    return line.strip().strip("|").split("|")[0].strip()
+
+
 def kept_lines(path: Path, sections: set[str]) -> list[str]:
     """Table lines of ``path`` whose section is not among ``sections`` (not re-measured)."""
     if not path.is_file():
         return []
-    out = []
-    for line in path.read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| ") and cells[0] not in ("section", *sections) and cells[0]:
-            out.append(line)
-    return out
+    return [line for line in path.read_text().splitlines()
+            if line.startswith("| ") and section_of(line) not in ("", "section", *sections)]
 
 
 def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]]) -> str:
@@ -297,7 +298,7 @@ def write_table(path: Path, refs: list[dict], results: dict[str, list[Summary]])
     rounds = max((len(s.rows) for sums in results.values() for s in sums), default=1)
     tri, mm = (np.array([r[k] for r in refs]) for k in ("triad", "matmul"))
     kept = kept_lines(path, set(results))
-    names = sorted({line.strip().strip("|").split("|")[0].strip() for line in kept})
+    names = sorted({section_of(line) for line in kept})
     kept_text = (
         f" Rows of {', '.join(names)} are kept from an earlier run written to this file (not "
         "re-measured here: their reference, achieved rate and load columns are that run's)."
