@@ -77,7 +77,13 @@ def _isolated(claim, args, size, threads):
 def cmd_verify(args) -> int:
     """Run the selected checks; print a table or JSON; write the report with ``--out``."""
     from posflow.proofs_checks import kit
-    from posflow.proofs_checks.kit import provenance, records, write_report
+    from posflow.proofs_checks.kit import (
+        code_changes,
+        code_state,
+        provenance,
+        records,
+        write_report,
+    )
     from posflow.simulate.runtime import set_threads
 
     out = output_dir("--out", args.out) if args.out else None
@@ -97,6 +103,7 @@ def cmd_verify(args) -> int:
         return _cmd_mutants(args, size)
     ctx = kit.Context(size=size, seed=args.seed)
     prov = provenance(seed=args.seed, size=size, threads=threads, isolated=args.isolate)
+    code = code_state()  # compared after the checks: a run must not mix two versions of the code
     from posflow.simulate.runtime import progress
 
     results = []
@@ -118,6 +125,11 @@ def cmd_verify(args) -> int:
             print(f"partial report ({len(results)} of {len(claims)} claims): {index}",
                   file=sys.stderr, flush=True)  # fmt: skip
         raise
+    changed = code_changes(code, code_state())
+    if changed:
+        prov = dict(prov, changed_during_run=changed)
+        print(f"posflow verify: warning: {'; '.join(changed)} changed while the checks ran; the "
+              "verdicts may mix two versions of the code: run again", file=sys.stderr)  # fmt: skip
     index = write_report(results, out, size=size, provenance=prov) if out is not None else None
     if args.json:
         print_json(records(results, prov), inputs="verify", indent=1)

@@ -190,6 +190,8 @@ from posflow.proofs_checks.kit._regression import (
 )
 from posflow.proofs_checks.kit._report import (
     TIMING_NOTE,
+    code_changes,
+    code_state,
     git_commit,
     jsonable,
     measurement_rows,
@@ -286,6 +288,8 @@ __all__ = [
     "claim_rng",
     "clear_caches",
     "close",
+    "code_changes",
+    "code_state",
     "combine",
     "constant_result",
     "counting",

@@ -25,6 +25,8 @@ from posflow.proofs_checks.kit._markup import _math, _seconds, _tex, _timing_sho
 
 __all__ = [
     "TIMING_NOTE",
+    "code_changes",
+    "code_state",
     "git_commit",
     "jsonable",
     "measurement_rows",
@@ -67,6 +69,53 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+# the libraries whose versions a record names (and whose change during a run is reported)
+_LIBRARIES = ("scipy", "sympy", "numba", "torch", "transformers", "tokenizers")
+_PACKAGES = ("posflow", "posflow.theory", "posflow.simulate", "posflow.proofs_checks")
+
+
+def code_state() -> dict:
+    """What code a run executes, to compare before and after it (:func:`code_changes`).
+
+    ``{"sources": {path: (size, mtime_ns)}, "libraries": {name: version}}``: every ``.py`` file
+    of posflow's packages (wherever they are installed: a checkout, an editable install or a
+    wheel) and the installed versions of NumPy and :data:`_LIBRARIES`. A few milliseconds: file
+    metadata only, nothing is read or imported.
+    """
+    import importlib.util
+
+    sources = {}
+    for name in _PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+            for path in Path(folder).rglob("*.py"):
+                try:
+                    st = path.stat()
+                except OSError:  # removed while listed
+                    continue
+                sources[str(path)] = (st.st_size, st.st_mtime_ns)
+    libs = {d: v for d in ("numpy", *_LIBRARIES) if (v := _version(d)) is not None}
+    return {"sources": sources, "libraries": libs}
+
+
+def code_changes(before: dict, after: dict) -> list[str]:
+    """How the code of two :func:`code_state` snapshots differs, one phrase per change: the
+    source files written, added or removed (up to three named, then a count) and each library
+    whose version changed; ``[]`` when they are the same."""
+    a, b = before["sources"], after["sources"]
+    files = sorted(p for p in a.keys() | b.keys() if a.get(p) != b.get(p))
+    out = []
+    if files:
+        names = ", ".join(Path(p).name for p in files[:3])
+        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+        out.append(f"posflow source files ({names}{more})")
+    la, lb = before["libraries"], after["libraries"]
+    for d in sorted(la.keys() | lb.keys()):
+        if la.get(d) != lb.get(d):
+            out.append(f"{d} {la.get(d) or 'absent'} → {lb.get(d) or 'absent'}")
+    return out
 
 
 def git_commit() -> dict:
@@ -113,7 +162,7 @@ def provenance(*, seed: int, size: str, threads: int | None, isolated: bool = Fa
         python=platform.python_version(),
         numpy=np.__version__,
     )
-    for dist in ("scipy", "numba", "torch"):
+    for dist in _LIBRARIES:
         v = _version(dist)
         if v is not None:
             out[dist] = v
@@ -139,8 +188,8 @@ def _provenance_rows(prov: dict) -> list[tuple[str, str]]:
     commit = prov.get("git_commit")
     if commit:
         commit = commit + (" (with uncommitted changes)" if prov.get("git_dirty") else "")
-    libs = ", ".join(f"{k} {prov[k]}" for k in ("numpy", "scipy", "numba", "torch") if k in prov)
-    return [
+    libs = ", ".join(f"{k} {prov[k]}" for k in ("numpy", *_LIBRARIES) if k in prov)
+    rows = [
         ("posflow", prov.get("posflow")),
         ("git commit", commit or "not a git checkout"),
         ("seed", prov.get("seed")),
@@ -151,6 +200,10 @@ def _provenance_rows(prov: dict) -> list[tuple[str, str]]:
         ("threads", prov.get("threads")),
         ("timing", prov.get("timing")),
     ]
+    if prov.get("changed_during_run"):
+        rows.append(("changed during the run", "; ".join(prov["changed_during_run"])
+                     + ": the verdicts may mix two versions of the code"))  # fmt: skip
+    return rows
 
 
 _MARK = {True: "pass", False: "FAIL", None: ""}
