@@ -194,7 +194,9 @@ def bench_alibi(refs: dict, quick: bool) -> list[Row]:
     states below any output's rounding (simulate/_alibi_nb.py), where a recurrence in gradual
     underflow left 81.5 % at subnormal floors and ran on Intel cores at 0.21 GFLOP/s; the third
     row times one step of the same kernel on a row of normal numbers (uniform in [0, 1)), same
-    flop model, to show the kernel's own rate.
+    flop model, to show the kernel's own rate. The kernel writes a block of zeros behind zero
+    states as zeros, without its per-head work (the same bits), so on the profile the model
+    counts flops that are not done: the rollout's row can pass the one-step row's rate.
     """
     n, T = (10**4, 4) if quick else (10**6, 64)
     repeat = 1 if quick else REPEAT

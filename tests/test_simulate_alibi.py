@@ -687,6 +687,53 @@ def test_the_step_on_subnormal_rows_is_the_normal_step_scaled_and_rounded_once(H
 
 
 
+def _zero_block_rows(n, rng):
+    """Rows with zero blocks behind nonzero entries (states not 0 there), behind zeros only,
+    −0 entries, an all-zero row, a row too large for the scaled domain (both routes) and lone
+    entries at a block's ends (blocks of 256 = LANES entries from the row's end)."""
+    P = rng.random((8, n)) * rng.choice([-1.0, 1.0], (8, n))
+    P[0, : n - 100] = 0.0  # a rollout's first layers: support at the end only
+    P[1, 1000:2500] = 0.0  # zeros behind nonzero entries: the states carry into them
+    P[2] = 0.0
+    P[3, : n - 700] = -0.0
+    P[3, 300:310] = 1e-310  # subnormal entries after a long zero run
+    P[4, :3000] = 0.0
+    P[4, -1] = 1e300  # beyond 2^62/n: done again unscaled
+    P[5, ::2] = 0.0
+    P[6:] = 0.0  # one entry each: the first and the last entry of the second block
+    P[6, n - 1 - 256] = P[7, n - 2 * 256] = 1.0
+    return P
+
+
+# slopes whose states reach 0: with two heads one alone for a block (slope 8 drops its state
+# within one block of 256 entries, slope 0.5 keeps it), first or last
+@pytest.mark.parametrize("m", [[8.0, 0.5], [0.5, 8.0], np.geomspace(4.0, 0.5, 32)])
+def test_zero_blocks_written_directly_equal_the_full_arithmetic(m):
+    # _heads_row writes a block of zero entries behind zero states as zeros (skip=True); the
+    # full arithmetic (skip=False) must give the same numbers (a −0 may come out +0) and the
+    # same mass sums, bit for bit, on the scaled and the unscaled route
+    from posflow.simulate._alibi_nb import LANES, _step_heads
+
+    n = 5000
+    H = len(m)
+    K = AlibiKernel(n, m, np.linspace(-1, 2, H))
+    P = _zero_block_rows(n, np.random.default_rng(H))
+    res = []
+    for skip in (True, False):
+        out, sums = np.full_like(P, np.nan), np.full(P.shape[0], np.nan)
+        bufs = np.zeros(H), np.zeros(H), np.zeros(LANES), np.zeros(LANES)
+        _step_heads(P, K._diag, K._w_off, K._r, K._hw, 0.3, out, sums, *bufs, skip)
+        res.append((out, sums))
+    (o1, s1), (o0, s0) = res
+    np.testing.assert_array_equal(o1, o0)
+    differ = o1.view(np.int64) != o0.view(np.int64)
+    assert (o1[differ] == 0).all()  # only signed zeros may differ
+    np.testing.assert_array_equal(s1.view(np.int64), s0.view(np.int64))
+    assert (o1[1, 2400:2500] != 0).all()  # the states carried into the zeros: not skipped
+    assert (o1[0, : n - 100] == 0).mean() > 0.5 and (o1[2] == 0).all()
+    assert LANES == 256 and o1[6, n - 257] != 0 and o1[7, n - 512] != 0
+
+
 @pytest.mark.parametrize("big", [2.0**62 / 6 * 1.01, 1e300, 1.5e307])
 def test_rows_too_large_for_the_scaled_domain_are_done_unscaled(big):
     # 2^960 p would overflow for entries beyond 2^62/n: such a row is done again on the
