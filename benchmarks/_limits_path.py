@@ -26,7 +26,11 @@ of an idle core): on this shared machine other processes' load then stretches ne
   18 % by itself — and into a **reused** result (``out=``, written once before the timed
   calls), where only the copies and the fill remain. The blocks left of the diagonal of full
   bands are no copies: their products write into the result in place
-  (``np.matmul(..., out=)``; before, they were formed apart and copied, 17–22 % in all).
+  (``np.matmul(..., out=)``; before, they were formed apart and copied, 17–22 % in all);
+- the page clearing alone, measured apart: a fresh T × T float64 array allocated and one entry
+  of each 4 KiB page written (what any fresh result pays, however it is filled), as a share of
+  the fresh call's time, and the fresh call's assembly share less it (an estimate: the two
+  times come from different runs; a negative value would mean noise larger than the rest).
 
 Every dict carries ``{"path", "achieved", "unit", "reference", "percent"}``, percent =
 100 · achieved / reference; the path text names what the reference is.
@@ -70,9 +74,9 @@ def _alternate(calls: dict, repeat: int) -> dict:
     return best
 
 
-def _assembly_share(t: int, repeat: int, reuse: bool = False) -> float:
-    """Fraction of householder_route_scores' time inside ``_householder._put`` (fastest run),
-    into a fresh result each call, or (``reuse``) into one ``out`` written before the runs."""
+def _assembly_share(t: int, repeat: int, reuse: bool = False) -> tuple[float, float]:
+    """(Time inside ``_householder._put``, total time) of householder_route_scores' fastest
+    run, into a fresh result each call, or (``reuse``) into one ``out`` written before the runs."""
     q, k, _, w, b = _inputs(t, 1)
     original, spent = H._put, [0.0]
 
@@ -95,7 +99,21 @@ def _assembly_share(t: int, repeat: int, reuse: bool = False) -> float:
     finally:
         H._put = original
     total, put = min(runs)
-    return put / total
+    return put, total
+
+
+def _page_clearing(t: int, repeat: int) -> float:
+    """Best time to allocate a fresh T × T float64 array and write one entry of each 4 KiB
+    page: the operating system's clearing of the pages on first touch, which any fresh T × T
+    result pays however it is written."""
+    best = math.inf
+    for _ in range(repeat):
+        t0 = time.process_time()
+        a = np.empty((t, t))
+        a.reshape(-1)[:: 4096 // a.itemsize] = 0.0
+        best = min(best, time.process_time() - t0)
+        del a
+    return best
 
 
 def path_sections(
@@ -160,18 +178,30 @@ def path_sections(
             "reference": float(matmul_gflops),
             "percent": 100.0 * rate / float(matmul_gflops),
         })  # fmt: skip
+    shares = {}
     for reuse, into in ((False, "a fresh result (first touch included)"),
                         (True, "a reused result (out=)")):  # fmt: skip
-        share = 100.0 * _assembly_share(assembly_t, repeat, reuse)
-        rows.append({
-            "path": f"householder_route_scores (NumPy), T = {assembly_t}, D = {D}: share of "
-                    f"the time writing the T × T result, into {into}; reference: the 20 % goal",
-            "achieved": share,
-            "unit": "%",
-            "reference": 20.0,
-            "percent": 100.0 * share / 20.0,
-        })  # fmt: skip
+        put, total = _assembly_share(assembly_t, repeat, reuse)
+        shares[reuse] = (put, total)
+        rows.append(_share_row(f"householder_route_scores (NumPy), T = {assembly_t}, D = {D}: "
+                               f"share of the time writing the T × T result, into {into}",
+                               100.0 * put / total))  # fmt: skip
+    put, total = shares[False]
+    clear = _page_clearing(assembly_t, repeat)
+    rows.append(_share_row(f"page clearing alone of a fresh {assembly_t} × {assembly_t} float64 "
+                           "array (np.empty, one write per 4 KiB page), as a share of the "
+                           "fresh call's time", 100.0 * clear / total))  # fmt: skip
+    beyond = 100.0 * (put - clear) / total
+    rows.append(_share_row(f"householder_route_scores (NumPy), T = {assembly_t}, D = {D}: "
+                           "share of the time writing the T × T result, into a fresh result, "
+                           "less the page clearing alone", beyond))  # fmt: skip
     return rows
+
+
+def _share_row(path: str, share: float) -> dict:
+    """A share of a call's time (%), against the 20 % goal of the route scores' assembly."""
+    return {"path": f"{path}; reference: the 20 % goal", "achieved": share, "unit": "%",
+            "reference": 20.0, "percent": 100.0 * share / 20.0}  # fmt: skip
 
 
 if __name__ == "__main__":
