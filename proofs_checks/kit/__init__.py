@@ -82,6 +82,7 @@ from posflow.proofs_checks.kit._breaks import (
 from posflow.proofs_checks.kit._catalog import SOURCES, anchor, to_markdown
 from posflow.proofs_checks.kit._catalog import records as catalog_records
 from posflow.proofs_checks.kit._cites import Cite, cite
+from posflow.proofs_checks.kit._code import code_changes, code_state
 from posflow.proofs_checks.kit._controls import biased, rejects
 from posflow.proofs_checks.kit._counterexamples import (
     SearchResult,
@@ -190,8 +191,6 @@ from posflow.proofs_checks.kit._regression import (
 )
 from posflow.proofs_checks.kit._report import (
     TIMING_NOTE,
-    code_changes,
-    code_state,
     git_commit,
     jsonable,
     measurement_rows,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import importlib.metadata
 import json
 import os
 import platform
@@ -21,12 +20,11 @@ from pathlib import Path
 import numpy as np
 from markupsafe import Markup, escape
 
+from posflow.proofs_checks.kit._code import _LIBRARIES, _version
 from posflow.proofs_checks.kit._markup import _math, _seconds, _tex, _timing_short, _when
 
 __all__ = [
     "TIMING_NOTE",
-    "code_changes",
-    "code_state",
     "git_commit",
     "jsonable",
     "measurement_rows",
@@ -62,60 +60,6 @@ def jsonable(x):
     if isinstance(x, Path):
         return str(x)
     return x
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-# the libraries whose versions a record names (and whose change during a run is reported)
-_LIBRARIES = ("scipy", "sympy", "numba", "torch", "transformers", "tokenizers")
-_PACKAGES = ("posflow", "posflow.theory", "posflow.simulate", "posflow.proofs_checks")
-
-
-def code_state() -> dict:
-    """What code a run executes, to compare before and after it (:func:`code_changes`).
-
-    ``{"sources": {path: (size, mtime_ns)}, "libraries": {name: version}}``: every ``.py`` file
-    of posflow's packages (wherever they are installed: a checkout, an editable install or a
-    wheel) and the installed versions of NumPy and :data:`_LIBRARIES`. A few milliseconds: file
-    metadata only, nothing is read or imported.
-    """
-    import importlib.util
-
-    sources = {}
-    for name in _PACKAGES:
-        spec = importlib.util.find_spec(name)
-        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-            for path in Path(folder).rglob("*.py"):
-                try:
-                    st = path.stat()
-                except OSError:  # removed while listed
-                    continue
-                sources[str(path)] = (st.st_size, st.st_mtime_ns)
-    libs = {d: v for d in ("numpy", *_LIBRARIES) if (v := _version(d)) is not None}
-    return {"sources": sources, "libraries": libs}
-
-
-def code_changes(before: dict, after: dict) -> list[str]:
-    """How the code of two :func:`code_state` snapshots differs, one phrase per change: the
-    source files written, added or removed (up to three named, then a count) and each library
-    whose version changed; ``[]`` when they are the same."""
-    a, b = before["sources"], after["sources"]
-    files = sorted(p for p in a.keys() | b.keys() if a.get(p) != b.get(p))
-    out = []
-    if files:
-        names = ", ".join(Path(p).name for p in files[:3])
-        more = f" and {len(files) - 3} more" if len(files) > 3 else ""
-        out.append(f"posflow source files ({names}{more})")
-    la, lb = before["libraries"], after["libraries"]
-    for d in sorted(la.keys() | lb.keys()):
-        if la.get(d) != lb.get(d):
-            out.append(f"{d} {la.get(d) or 'absent'} → {lb.get(d) or 'absent'}")
-    return out
 
 
 def git_commit() -> dict:
