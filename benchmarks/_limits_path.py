@@ -178,15 +178,14 @@ def path_sections(
             "reference": float(matmul_gflops),
             "percent": 100.0 * rate / float(matmul_gflops),
         })  # fmt: skip
-    shares = {}
-    for reuse, into in ((False, "a fresh result (first touch included)"),
-                        (True, "a reused result (out=)")):  # fmt: skip
-        put, total = _assembly_share(assembly_t, repeat, reuse)
-        shares[reuse] = (put, total)
+    fresh = _assembly_share(assembly_t, repeat)
+    for (put, total), into in ((fresh, "a fresh result (first touch included)"),
+                               (_assembly_share(assembly_t, repeat, reuse=True),
+                                "a reused result (out=)")):  # fmt: skip
         rows.append(_share_row(f"householder_route_scores (NumPy), T = {assembly_t}, D = {D}: "
                                f"share of the time writing the T × T result, into {into}",
                                100.0 * put / total))  # fmt: skip
-    put, total = shares[False]
+    put, total = fresh
     clear = _page_clearing(assembly_t, repeat)
     rows.append(_share_row(f"page clearing alone of a fresh {assembly_t} × {assembly_t} float64 "
                            "array (np.empty, one write per 4 KiB page), as a share of the "

@@ -32,16 +32,20 @@ def code_state() -> dict:
     wheel) and the installed versions of NumPy and :data:`_LIBRARIES`. A few milliseconds: file
     metadata only, nothing is read or imported.
     """
-    sources = {}
+    folders = set()
     for name in _PACKAGES:
         spec = importlib.util.find_spec(name)
-        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
-            for path in Path(folder).rglob("*.py"):
-                try:
-                    st = path.stat()
-                except OSError:  # removed while listed
-                    continue
-                sources[str(path)] = (st.st_size, st.st_mtime_ns)
+        if spec is not None:
+            folders.update(Path(f) for f in spec.submodule_search_locations or ())
+    # a wheel nests the subpackages in posflow/, a checkout keeps them beside it: walk each once
+    roots = [f for f in folders if not any(g in f.parents for g in folders)]
+    sources = {}
+    for path in (p for root in roots for p in root.rglob("*.py")):
+        try:
+            st = path.stat()
+        except OSError:  # removed while listed
+            continue
+        sources[str(path)] = (st.st_size, st.st_mtime_ns)
     libs = {d: v for d in ("numpy", *_LIBRARIES) if (v := _version(d)) is not None}
     return {"sources": sources, "libraries": libs}
 
