@@ -43,6 +43,9 @@ module                      what it holds
                             written by :func:`store_reference`)
 ``_plain_torch``            gradient influence by plain torch autograd (:func:`plain_influence`),
                             the reference of the measuring hooks
+``_scope``                  the scope of an empirical verdict (:class:`Scope`), a paper's
+                            setting (:class:`Setting`) and :func:`scoped` (a run outside the
+                            setting cannot refute the paper's claim)
 ``_u_test``                  the U test of PB11 and PB14 (:func:`valley`, :func:`is_u`,
                             :data:`U_MIN_DEPTH`, :data:`U_END_MARGIN`)
 ``_inputs``, ``_examples``  random causal kernels for checks; Hypothesis example helpers
@@ -198,6 +201,7 @@ from posflow.proofs_checks.kit._report import (
     records,
     write_report,
 )
+from posflow.proofs_checks.kit._scope import SCOPE_FIELDS, Scope, Setting, scoped
 from posflow.proofs_checks.kit._stats import (
     FAMILY_LEVEL,
     FAMILY_Z,
@@ -239,6 +243,7 @@ __all__ = [
     "RESIDUAL_STEP",
     "SCHEME_COLORS",
     "SCHEME_LABELS",
+    "SCOPE_FIELDS",
     "SOURCES",
     "STATUSES",
     "STYLIZED",
@@ -264,8 +269,10 @@ __all__ = [
     "Relaxation",
     "Result",
     "Results",
+    "Scope",
     "SearchResult",
     "Series",
+    "Setting",
     "Table",
     "Tolerance",
     "add_mutant",
@@ -357,6 +364,7 @@ __all__ = [
     "scaled_argument",
     "scaled_keyword",
     "scaled_result",
+    "scoped",
     "search",
     "select",
     "sensitivity",

@@ -300,9 +300,13 @@ class Evidence:
     absent : sequence of str
         Optional inputs the check could not use here (``"torch"``, ``"smollm2-135m"``); the
         verdict lock then expects the claim's ``absent`` verdict (INCONCLUSIVE by default).
+    scopes : mapping of str to Scope, optional
+        The scope of each empirical sub-verdict (``{"smollm2": Scope(...)}``; :mod:`._scope`):
+        model, precision, text, n, windows, seeds, steps. Every empirical record has one.
     """
 
-    def __init__(self, measurements, *, figures=(), tables=(), setup: str = "", absent=()):
+    def __init__(self, measurements, *, figures=(), tables=(), setup: str = "", absent=(),
+                 scopes=None):  # fmt: skip
         ms = list(measurements)
         for m in ms:
             if not isinstance(m, Measurement):
@@ -320,6 +324,14 @@ class Evidence:
         if isinstance(absent, str) or not all(isinstance(a, str) and a for a in absent):
             raise TypeError(f"absent must be a sequence of input names; got {absent!r}")
         self.absent = tuple(absent)
+        from posflow.proofs_checks.kit._scope import Scope
+
+        scopes = dict(scopes or {})
+        for tag, sc in scopes.items():
+            if not isinstance(tag, str) or not isinstance(sc, Scope):
+                raise TypeError(f"scopes must map sub-verdict tags (str) to Scope; got {tag!r}: "
+                                f"{type(sc).__name__}")  # fmt: skip
+        self.scopes = scopes
         self.figure_paths: list[str] = []  # filled in by the report when it draws the figures
 
     # -- derived -----------------------------------------------------------------------------
@@ -385,7 +397,14 @@ class Evidence:
             "figures": [f.as_json() for f in self.figures],
             "figure_paths": list(self.figure_paths),
             **({"absent": list(self.absent)} if self.absent else {}),
+            **({"scope": {t: sc.as_json() for t, sc in self.scopes.items()}}
+               if self.scopes else {}),
         }
+
+    @property
+    def scope_line(self) -> str:
+        """Every sub-verdict's scope in one short line ("" when the record has none)."""
+        return " | ".join(f"{t}: {sc.line()}" for t, sc in self.scopes.items())
 
     @classmethod
     def from_json(cls, d: dict) -> Evidence:
@@ -395,6 +414,18 @@ class Evidence:
             tables=[Table.from_json(t) for t in d.get("tables", [])],
             setup=d.get("setup", ""),
             absent=tuple(d.get("absent", ())),
+            scopes=_scopes_from_json(d.get("scope", {})),
         )
         ev.figure_paths = list(d.get("figure_paths", []))
         return ev
+
+
+def _scopes_from_json(d: dict) -> dict:
+    from posflow.proofs_checks.kit._scope import Scope
+
+    out = {}
+    for tag, v in d.items():
+        v = dict(v)
+        v["extra"] = tuple((k, x) for k, x in v.get("extra", {}).items())
+        out[tag] = Scope(**v)
+    return out

