@@ -233,3 +233,43 @@ def test_the_package_data_holds_each_models_report(key, layers, conventions):
         rep = run["report"]
         assert rep.text.scores.shape[0] == rep.control.heads_above.shape[0] == layers
         assert rep.rate == pytest.approx(rep.text.heads_above.mean())
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3_text"])
+def test_threshold_per_sequence_then_mean_matches_plain_torch_sequence_by_sequence(kind):
+    """The second Sink_ε convention (issue 41): each sequence's scores by plain torch, the
+    indicator 1[α > ε] averaged over sequences and heads; ε splits the per-sequence scores."""
+    ids = TL.ids(seed=6, count=3)
+    windows = TL.WINDOWS.get(kind, (None, None))
+    per = [_summary(*_by_hand(kind, ids[s : s + 1]), windows, 0.5)[0] for s in range(3)]
+    eps = _eps_between(np.stack(per))
+    rep = SR.sink_report(model(kind), ids, eps=eps)
+    above = np.stack(per) > eps  # (N, L, H)
+    np.testing.assert_array_equal(rep.text.heads_above_per_sequence, above.mean(axis=(0, 2)))
+    assert rep.rate_per_sequence == pytest.approx(above.mean(), abs=1e-15)
+    # the scores of the mean are the mean of the per-sequence scores (α is linear in A)
+    np.testing.assert_allclose(rep.text.scores, np.mean(per, axis=0), rtol=0, atol=TOL)
+    # the control repeats one sequence: both conventions agree there
+    np.testing.assert_array_equal(rep.control.heads_above_per_sequence, rep.control.heads_above)
+
+
+def test_the_two_conventions_differ_where_a_head_is_a_sink_in_some_sequences_only():
+    # one head, n = 2: α = (A[0,0] + A[1,0]) / 2 = (1 + a) / 2 per sequence
+    A = np.zeros((1, 1, 2, 2))
+    A[..., 0, 0] = 1.0
+    A[..., 1, :] = [0.5, 0.5]
+    V = np.tril(np.ones((1, 2, 2)))
+    per = np.array([[[0.9]], [[0.9]], [[0.5]]])  # a sink (ε = 0.8) in two of three sequences
+    p = SR.sink_profile(A, V, eps=0.8, scores_per_sequence=per)
+    assert p.rate == 0.0  # α of the mean, 0.75, is below ε
+    assert p.rate_per_sequence == pytest.approx(2 / 3)
+    np.testing.assert_allclose(p.heads_above_per_sequence, [2 / 3])
+    assert SR.sink_profile(A, V, eps=0.8).rate_per_sequence is None
+    with pytest.raises(ValueError, match="scores_per_sequence must have shape"):
+        SR.sink_profile(A, V, scores_per_sequence=per[:, 0])
+    with pytest.raises(ValueError, match="scores_per_sequence must be finite"):
+        SR.sink_profile(A, V, scores_per_sequence=per * np.nan)
+    back = SR.SinkProfile.from_dict(p.to_dict())
+    assert back.rate_per_sequence == p.rate_per_sequence
+    np.testing.assert_array_equal(back.heads_above_per_sequence, p.heads_above_per_sequence)
+    assert set(SR.SINK_CONVENTIONS) == {"rate", "rate_per_sequence"}

@@ -9,6 +9,20 @@ Per layer t, from one :func:`posflow.simulate.models.measure.measure` of N windo
   A_t^h[i, 0] (Gu et al., ICLR 2025, "When attention sink emerges in language models";
   :func:`posflow.simulate.models.sinks.sink_scores`); the model-level ``rate`` is the share of
   all (layer, head) pairs above ε (:func:`~posflow.simulate.models.sinks.sink_rate`);
+* **two conventions of Sink_ε** (issue 41, item 7), both reported:
+
+  - *mean, then threshold* (``heads_above``, ``rate``; posflow's stored numbers): α is taken of
+    the attention averaged over the N sequences, then compared with ε once;
+  - *threshold per sequence, then mean* (``heads_above_per_sequence``, ``rate_per_sequence``;
+    what Gu et al.'s released code computes: ``compute_attention_sink`` in
+    sail-sg/Attention-Sink thresholds every sample's scores and averages the indicators over
+    samples, layers and heads): α of each sequence's own attention, 1[α > ε] averaged over the
+    sequences (and the heads, and for the rate the layers).
+
+  α is linear in A, so the mean of the per-sequence α is the α of the mean; the two conventions
+  differ only by the threshold: a head that is a sink in most sequences but not in the mean
+  (or the reverse) counts fractionally in the second. (SmolLM2-135M, n = 128, 16 windows,
+  ε = 0.3: 68.5 % mean-then-threshold, 65.1 % per sequence);
 * **first-token attention share** — the mean over heads and over the queries 1 ≤ i < min(n, w_t)
   (those that see token 0, without query 0, which sees only itself) of A_t^h[i, 0];
 * **value-norm share of token 0** — the same mean of Ã_t[i, 0], Ã_t the value-norm kernel
@@ -33,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
+    "SINK_CONVENTIONS",
     "SINK_STORES",
     "SinkProfile",
     "SinkReport",
@@ -42,6 +57,12 @@ __all__ = [
     "sink_report",
 ]
 
+# the two Sink_ε conventions, by the SinkProfile field that holds each (named in every output)
+SINK_CONVENTIONS = {
+    "rate": "mean, then threshold: Sink_ε of the attention averaged over the sequences",
+    "rate_per_sequence": "threshold per sequence, then mean: Sink_ε of each sequence's "
+    "attention, averaged over the sequences (Gu et al.'s released code)",
+}
 # the stored reports (package data of posflow.simulate, written by docs/sinks_study.py)
 SINK_STORES = {"smollm2-135m": "data/smollm2/sinks.json", "gemma3-270m": "data/gemma3/sinks.json"}
 
@@ -59,9 +80,15 @@ class SinkProfile:
     value_share : ndarray, shape (L,)
         Mean value-norm-kernel weight of token 0 over the same queries.
     scores : ndarray, shape (L, H)
-        The Sink_ε scores α_0^{t,h}.
+        The Sink_ε scores α_0^{t,h} of the mean attention.
     rate : float
-        Share of all (layer, head) pairs above ε (the model-level Sink_ε).
+        Share of all (layer, head) pairs above ε (the model-level Sink_ε), convention *mean,
+        then threshold*.
+    heads_above_per_sequence : ndarray, shape (L,), or None
+        Convention *threshold per sequence, then mean*: the share of heads above ε in each
+        sequence's own attention, averaged over the sequences (None: not measured per sequence).
+    rate_per_sequence : float or None
+        The same for all (layer, head) pairs: Gu et al.'s released convention.
     """
 
     heads_above: np.ndarray
@@ -69,18 +96,28 @@ class SinkProfile:
     value_share: np.ndarray
     scores: np.ndarray
     rate: float
+    heads_above_per_sequence: np.ndarray | None = None
+    rate_per_sequence: float | None = None
 
     def to_dict(self) -> dict:
-        """JSON-ready: lists of floats."""
+        """JSON-ready: lists of floats (the per-sequence convention only when measured)."""
         out = {k: np.asarray(getattr(self, k)).tolist() for k in _ARRAYS}
         out["rate"] = float(self.rate)
+        if self.rate_per_sequence is not None:
+            out["heads_above_per_sequence"] = np.asarray(self.heads_above_per_sequence).tolist()
+            out["rate_per_sequence"] = float(self.rate_per_sequence)
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> SinkProfile:
-        """Inverse of :meth:`to_dict` (KeyError/TypeError/ValueError on a malformed dict)."""
+        """Inverse of :meth:`to_dict` (KeyError/TypeError/ValueError on a malformed dict);
+        a stored profile without the per-sequence convention reads it as None."""
         arrays = {k: np.asarray(d[k], dtype=np.float64) for k in _ARRAYS}
-        return cls(**arrays, rate=float(d["rate"]))
+        each = d.get("rate_per_sequence")
+        return cls(**arrays, rate=float(d["rate"]),
+                   heads_above_per_sequence=None if each is None else np.asarray(
+                       d["heads_above_per_sequence"], dtype=np.float64),
+                   rate_per_sequence=None if each is None else float(each))  # fmt: skip
 
 
 _ARRAYS = ("heads_above", "first_token_share", "value_share", "scores")
@@ -117,8 +154,15 @@ class SinkReport:
 
     @property
     def rate(self) -> float:
-        """Model-level Sink_ε on the text: share of (layer, head) pairs above ε."""
+        """Model-level Sink_ε on the text, mean then threshold: share of (layer, head) pairs
+        whose score of the sequence-mean attention exceeds ε."""
         return self.text.rate
+
+    @property
+    def rate_per_sequence(self) -> float | None:
+        """Model-level Sink_ε on the text, threshold per sequence then mean (Gu et al.'s
+        released code); None for a stored report measured before it was kept."""
+        return self.text.rate_per_sequence
 
     def to_dict(self) -> dict:
         """JSON-ready dict (:meth:`from_dict` reads it back)."""
@@ -154,7 +198,9 @@ def _check_eps(eps) -> float:
     return float(eps)
 
 
-def sink_profile(attention, value_weights, *, eps: float = 0.3, windows=None) -> SinkProfile:
+def sink_profile(
+    attention, value_weights, *, eps: float = 0.3, windows=None, scores_per_sequence=None
+) -> SinkProfile:
     """Per-layer Sink_ε share, first-token attention share and value-norm share of token 0.
 
     .. math::
@@ -174,6 +220,11 @@ def sink_profile(attention, value_weights, *, eps: float = 0.3, windows=None) ->
     windows : sequence of L (int or None), optional
         ``Measurement.windows``; None: every layer global. A window must be >= 2 (some query
         besides token 0 sees token 0).
+    scores_per_sequence : array_like, shape (N, L, H), optional
+        Each sequence's own Sink_ε scores (:func:`~posflow.simulate.models.sinks.sink_scores`
+        of its attention); given, the profile also holds the convention *threshold per
+        sequence, then mean*: ``heads_above_per_sequence[t] = mean_{s,h} 1[α_s^{t,h} > ε]`` and
+        ``rate_per_sequence = mean_{s,t,h} 1[α_s^{t,h} > ε]``.
 
     Returns
     -------
@@ -202,7 +253,17 @@ def sink_profile(attention, value_weights, *, eps: float = 0.3, windows=None) ->
         first[t] = A[t, :, q, 0].mean()
         value[t] = K[t, q, 0].mean()
     rate = float(sink_rate(A, eps=eps, windows=windows))
-    return SinkProfile((scores > eps).mean(axis=1), first, value, scores, rate)
+    each = each_rate = None
+    if scores_per_sequence is not None:
+        S = np.asarray(scores_per_sequence, dtype=np.float64)
+        if S.ndim != 3 or S.shape[1:] != scores.shape or S.shape[0] < 1:
+            raise ValueError(f"scores_per_sequence must have shape (N, {L}, {scores.shape[1]}) "
+                             f"with N >= 1; got {S.shape}")  # fmt: skip
+        if not np.isfinite(S).all():
+            raise ValueError("scores_per_sequence must be finite")
+        above = S > eps
+        each, each_rate = above.mean(axis=(0, 2)), float(above.mean())
+    return SinkProfile((scores > eps).mean(axis=1), first, value, scores, rate, each, each_rate)
 
 
 def repeated_token_control(ids, control_token=None) -> np.ndarray:
@@ -243,9 +304,12 @@ def _ids(ids) -> np.ndarray:
 def sink_report(model, ids, *, eps: float = 0.3, control_token=None) -> SinkReport:
     """Per-layer sinks of ``model`` on ``ids`` and on the repeated-token control (issue 24).
 
-    Two measurements, ``measure(model, x, heads=True, value_norms=True, influence=False,
-    lambdas=False, qk=False)`` with x = ``ids`` and x = :func:`repeated_token_control`, each
-    summarised by :func:`sink_profile` with the windows the measurement recorded.
+    Per sequence s of x = ``ids`` and of x = :func:`repeated_token_control`, one measurement
+    ``measure(model, x[s:s+1], heads=True, value_norms=True, influence=False, lambdas=False,
+    qk=False)``; its Sink_ε scores give the convention *threshold per sequence, then mean*, and
+    the mean of the N measurements (the dataset-mean attention and value-norm weights) is
+    summarised by :func:`sink_profile` with the windows the measurement recorded (convention
+    *mean, then threshold*). Both conventions are in each :class:`SinkProfile`.
 
     Parameters
     ----------
@@ -277,15 +341,23 @@ def sink_report(model, ids, *, eps: float = 0.3, control_token=None) -> SinkRepo
     if tok >= vocab:
         raise ValueError(f"control_token must lie in [0, {vocab}); got {control_token!r}")
 
+    from posflow.simulate.models.sinks import sink_scores
+
     def profile(inputs):
-        m = measure(model, inputs, heads=True, value_norms=True, influence=False,
-                    lambdas=False, qk=False)  # fmt: skip
-        return m, sink_profile(m.attention, m.value_weights, eps=eps, windows=m.windows)
+        A, V, scores = 0.0, 0.0, []
+        for s in range(len(inputs)):  # one sequence at a time: its own scores, then the means
+            m = measure(model, inputs[s : s + 1], heads=True, value_norms=True,
+                        influence=False, lambdas=False, qk=False)  # fmt: skip
+            scores.append(sink_scores(m.attention, windows=m.windows))
+            A, V = A + m.attention, V + m.value_weights
+        N = len(inputs)
+        return m, sink_profile(A / N, V / N, eps=eps, windows=m.windows,
+                               scores_per_sequence=np.stack(scores))  # fmt: skip
 
     m, text = profile(x)
     _, ctrl = profile(control)
     windows = m.windows if m.windows is not None else (None,) * m.num_layers
-    return SinkReport(m.architecture, m.n, m.num_sequences, eps, tok, tuple(windows), text, ctrl)
+    return SinkReport(m.architecture, m.n, len(x), eps, tok, tuple(windows), text, ctrl)
 
 
 def load_sinks(model_key: str, *, path=None) -> dict:
