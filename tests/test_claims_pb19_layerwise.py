@@ -127,8 +127,8 @@ def test_library_reference_catches_the_one_layer_high_crossfit():
     good = layerwise_crossfit(data, rollouts=("b", "e"))
     bad = R.crossfit_one_layer_high(layerwise_crossfit)(data, rollouts=("b", "e"))
     t = 1
-    assert max(crossfit_library_reference(P._slice(data, t), good[t])[:2]) < 1e-12
-    assert max(crossfit_library_reference(P._slice(data, t), bad[t])[:2]) > 1e-3
+    assert max(crossfit_library_reference(R.layer_slice(data, t), good[t])[:2]) < 1e-12
+    assert max(crossfit_library_reference(R.layer_slice(data, t), bad[t])[:2]) > 1e-3
 
 
 # -- the check ------------------------------------------------------------------------------
@@ -136,15 +136,66 @@ def test_library_reference_catches_the_one_layer_high_crossfit():
 
 def test_pb19_on_the_toy_lm_alone(monkeypatch):
     """Without SmolLM2 the toy LM is judged: every cited comparison is there and passes, the
-    per-layer table has one row per layer, and the judge's controls are in the verdict."""
+    per-layer tables have one row per layer, the judges' controls are in the verdict, and the
+    record names its scope."""
     monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
     ev = P.pb19(Context())
     assert ev.status == HOLDS, ev.summary
     assert ev.absent == ("smollm2-135m",)
     for key in ("toy.layer_influence_vs_plain_torch", "toy.layerwise_profiles_vs_rollout",
                 "toy.layerwise_w1_vs_scipy", "toy.layerwise_crossfit_vs_library",
-                "crossfit_control_past_bound", "crossfit_control_straddling"):
+                "toy.mdd_vs_judge_monte_carlo", "toy.power_vs_judge_monte_carlo",
+                "crossfit_control_past_bound", "crossfit_control_straddling",
+                "mdd_control_power_term_dropped", "break_depth_control_underpowered"):
         assert ev[key].passed, key
-    L = ev["family"].value // (len(P.CANDIDATES) * len(P.RIVALS))
-    assert len(ev.table("toy.layerwise").rows) == L
-    assert ev["toy.break_depth"].value == 0
+    L = ev["toy.family"].value // (len(P.CANDIDATES) * len(P.RIVALS))
+    assert len(ev.table("toy.layerwise").rows) == len(ev.table("toy.effects").rows) == L
+    assert ev["toy.held_from"].value == ev["toy.break_depth"].value == 0  # every layer holds
+    assert [r[0] for r in ev.table("toy.break_depth_sensitivity").rows] == list(P.EFFECTS)
+    scope = ev.scopes["toy"]
+    assert scope.samples == "32 windows" and scope.n == 64
+    assert scope.line() in ev["toy.verdict"].label
+
+
+# -- families per model (issue 41 item 3) ------------------------------------------------------
+
+
+def _synthetic(L, seed, N=6, n=6):
+    """(per-window data, plain-torch comparison, note) shaped like measure_model's."""
+    from posflow.proofs_checks.kit import at_most
+
+    rng = np.random.default_rng(seed)
+    A = np.tril(rng.random((N, L, n, n)) + 0.05)
+    A /= A.sum(axis=-1, keepdims=True)
+    G = rng.random((N, L, n)) + 0.05
+    data = SimpleNamespace(attention=A, lambdas=rng.uniform(0.2, 0.8, (N, L)), influence=G[:, 0],
+                           content=rng.normal(0, 1, (N, L, 2)), values=A, slopes=np.zeros(2),
+                           layer_influence=G)  # fmt: skip
+    return data, at_most("x.layer_influence_vs_plain_torch", 0.0, 0.0), f"synthetic L = {L}"
+
+
+def test_a_models_level_and_verdict_do_not_depend_on_the_other_models(monkeypatch):
+    """The toy model's family, level, identity and every number it reports are the same alone
+    and beside a second model of another depth (before issue 41 the family summed over models)."""
+    from posflow.simulate.models.subjects import Subject
+
+    fake = {"toy": _synthetic(3, 0), "smollm2": _synthetic(5, 1)}
+    monkeypatch.setattr(P, "measure_model", lambda sub: fake[sub.tag])
+    toy, other = Subject("toy", "toy LM", None), Subject("smollm2", "SmolLM2", None)
+
+    def toy_part(subs):
+        monkeypatch.setattr(P, "subjects", lambda ctx: subs)
+        (sub, (ms, tables, _, _, scope, ident)), *_ = P._collect(Context())
+        assert sub is toy
+        return ident, {m.key: m.value for m in ms}, [t.rows for t in tables], scope
+
+    alone, beside = toy_part([toy]), toy_part([toy, other])
+    assert alone == beside
+    assert alone[1]["toy.family"] == P.model_family(3) == 12
+    assert "12 comparisons" in alone[0]
+
+
+def test_model_family_refuses_bad_depths():
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="L"):
+            P.model_family(bad)

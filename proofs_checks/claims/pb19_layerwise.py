@@ -10,17 +10,23 @@ fitted on one half of the windows and scored on the other, both directions avera
 
 Judge (PB15's, per layer): a candidate beats a rival when the delete-one-window jackknife t
 interval of W1(candidate) − W1(rival) lies below −r (r: float64 rounding of a W1 difference),
-family-wise 5 % (Bonferroni over layers × candidates × rivals × models). Layer t HOLDS when a
-candidate beats both nulls, FAILS when each candidate is beaten by a null, else INCONCLUSIVE; a
-model HOLDS when every layer holds, FAILS when some layer fails. The *break depth* is the lowest
-t from which every layer holds. Reported beside it: the rollout as defined (α = 1, no fit) and
-the in-sample geometric null per layer (:func:`~posflow.simulate.models.layerwise.layerwise_w1`).
+family-wise 5 % per model (Bonferroni over that model's own layers × candidates × rivals: no
+other model's comparisons, so installing a model moves no other model's level). Layer t HOLDS
+when a candidate beats both nulls, FAILS when each candidate is beaten by a null, else
+INCONCLUSIVE; a model HOLDS when every layer holds, FAILS when some layer fails.
+
+Effect sizes (issue 41): per layer, the best rollout's difference from each null with its
+interval at the judge's level, its minimum detectable difference (MDD) at the run's N and level
+(:func:`~posflow.simulate.models.layerwise.detectable_difference`) and the power to see
+:data:`PB19_EFFECT` (``detection_power``). The *break depth*, the lowest t from which every layer
+holds, is reported only where that power is ≥ :data:`POWER` at the layer below it and above
+(``kit.powered_depth``), else "undetermined below layer t"; a table gives it at other sizes.
+Beside it: the rollout as defined (α = 1) and the in-sample geometric null per layer.
 """
 
 from __future__ import annotations
 
 import functools
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -43,6 +49,9 @@ from posflow.proofs_checks.kit import (
     fp_tol,
     info,
     jackknife_controls,
+    mdd_vs_judge,
+    power_controls,
+    powered_depth,
     register,
     regression_measurements,
     store_reference,
@@ -52,13 +61,20 @@ from posflow.simulate.models.subjects import (
     Subject,
     gemma3_windows,
     installed,
+    scope_of,
     smollm2_windows,
     toy_windows,
 )
 
-__all__ = ["pb19"]
+__all__ = ["EFFECTS", "PB19_EFFECT", "POWER", "model_family", "pb19"]
 
-ALPHA = 0.05  # family-wise level of the verdict
+ALPHA = 0.05  # family-wise level of each model's verdict
+POWER = 0.80  # the power the break depth needs (Cohen's conventional 80 %)
+# The advantage W1(rollout) − W1(null) = −PB19_EFFECT (in W1/(n − 1)) the break depth must be able
+# to see: mass displaced by 1 % of the window's span (0.63 tokens at n = 64), a stated size, not
+# implied by the claim; EFFECTS, the sensitivity table's values of it.
+PB19_EFFECT = 0.01
+EFFECTS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 CANDIDATES = {"b": "rollout (b): measured head-averaged kernels",
               "e": "rollout (e): sink-aware kernels"}  # fmt: skip
 RIVALS = {"geometric": "geometric recency", "linear": "linear ramp"}
@@ -101,9 +117,17 @@ def layer_status(cf, level: float, bound: float):
     return st[best], best, dec[best]  # FAILS only when every candidate is beaten
 
 
+def model_family(L: int) -> int:
+    """The Bonferroni family of one model with ``L`` layers: its own layers × candidates ×
+    rivals, whatever other models are measured."""
+    if isinstance(L, bool) or not isinstance(L, int | np.integer) or L < 1:
+        raise ValueError(f"L must be an integer >= 1; got {L!r}")
+    return int(L) * len(CANDIDATES) * len(RIVALS)
+
+
 def model_status(statuses) -> tuple[str, int]:
-    """(model verdict, break depth): FAILS if a layer fails, HOLDS if all hold; the break depth
-    is the lowest t from which every layer holds (L when the top layer does not)."""
+    """(model verdict, held_from): FAILS if a layer fails, HOLDS if all hold; held_from is the
+    lowest t from which every layer holds (L when the top layer does not)."""
     depth = len(statuses)
     while depth > 0 and statuses[depth - 1] == HOLDS:
         depth -= 1
@@ -111,24 +135,33 @@ def model_status(statuses) -> tuple[str, int]:
     return verdict, depth
 
 
+def depth_text(depth: int | None, held: int):
+    """The break depth as the record says it: the layer, or "undetermined below layer t"."""
+    return depth if depth is not None else f"undetermined below layer {held}"
+
+
+def layer_effects(cf, best: str, level: float, bound: float) -> dict:
+    """Per rival: (difference, se, lo, hi, MDD) of W1(best) − W1(rival) at the judge's
+    ``level``; the MDD is the advantage beyond the bound detected with :data:`POWER`."""
+    from posflow.simulate.models.layerwise import detectable_difference
+
+    out = {}
+    for r in RIVALS:
+        est, se, lo, hi = cf.difference("w1", best, r, level)
+        df = len(cf.metrics["w1"][best]) - 2
+        out[r] = (est, se, lo, hi, detectable_difference(se, df, 1.0 - level, POWER) - bound)
+    return out
+
+
+def layer_power(effects: dict, effect: float, df: int, level: float, bound: float) -> float:
+    """The power to see an advantage ``effect`` against both nulls: the smaller of the two."""
+    from posflow.simulate.models.layerwise import detection_power
+
+    return min(detection_power(effect + bound, e[1], df, 1.0 - level) for e in effects.values())
+
+
 # ----------------------------------------------------------------------------------------------
 # the evidence of one model
-
-
-def _pooled(data):
-    """Kernels (L, n, n) and λ (L,) pooled over all windows, and the mean layer influence."""
-    A = np.asarray(data.attention).mean(axis=0)
-    G = np.asarray(data.layer_influence).mean(axis=0)
-    return A / A.sum(axis=-1, keepdims=True), np.clip(data.lambdas.mean(axis=0), 0, 1), G
-
-
-def _slice(data, t: int):
-    """The windows of layer t as PB15's data: layers t … L − 1, influence at t's input."""
-    windows = getattr(data, "windows", None)
-    return SimpleNamespace(attention=data.attention[:, t:], lambdas=data.lambdas[:, t:],
-                           influence=data.layer_influence[:, t], content=data.content[:, t:],
-                           values=data.values[:, t:], slopes=data.slopes,
-                           windows=None if windows is None else tuple(windows)[t:])  # fmt: skip
 
 
 def measure_model(sub: Subject):
@@ -142,9 +175,15 @@ def measure_model(sub: Subject):
     return data, plain, note
 
 
-def model_evidence(sub: Subject, ctx: Context, measured, family: int):
-    """(measurements, table, figure, control replicates) of one measured model; ``family`` is
-    the number of comparisons of the Bonferroni family."""
+def model_scope(tag: str, n: int, N: int, seed: int) -> kit.Scope:
+    """What one model's sub-verdict was run on."""
+    return kit.Scope(**scope_of(tag, n, f"{N} windows", seeds=seed, split=f"two halves seeded "
+                                f"[{seed}, 24], both directions, the same at every layer"))
+
+
+def model_evidence(sub: Subject, ctx: Context, measured):
+    """(measurements, tables, figure, control inputs, scope) of one measured model, judged at
+    its own Bonferroni level (:func:`model_family`)."""
     from posflow.simulate.models.layerwise import (
         layerwise_crossfit,
         layerwise_profiles,
@@ -155,17 +194,34 @@ def model_evidence(sub: Subject, ctx: Context, measured, family: int):
     data, plain, _ = measured
     N, L = data.lambdas.shape
     n = data.influence.shape[1]
+    family, scope = model_family(L), model_scope(tag, n, N, ctx.seed)
     level, bound = 1.0 - family_level(ALPHA, family), -_rounding(L, n)
     cfs = layerwise_crossfit(data, rollouts=tuple(CANDIDATES), seed=ctx.seed)
     judged = [layer_status(cf, level, bound) for cf in cfs]
-    verdict, depth = model_status([s for s, _, _ in judged])
-    A, lam, G = _pooled(data)
+    statuses = [s for s, _, _ in judged]
+    verdict = model_status(statuses)[0]
+    eff = [layer_effects(cf, b, level, bound) for cf, (_, b, _) in zip(cfs, judged, strict=True)]
+    df = N - 1
+
+    def powers(effect):
+        return [layer_power(e, effect, df, level, bound) for e in eff]
+
+    depth, held, powered = powered_depth(statuses, powers(PB19_EFFECT), POWER)
+    A, lam, G = R.pooled(data)
     P = layerwise_profiles(A, lam)
     as_defined = layerwise_w1(P, G)
-    ms = [info(f"{tag}.verdict", verdict, label=f"{name}: every layer's rollout against the "
-               "nulls"),
-          info(f"{tag}.break_depth", depth, label=f"{name}: the lowest layer t from which every "
-               f"layer's rollout beats both nulls (L = {L}: not even the top layer)")]
+    ms = [info(f"{tag}.verdict", verdict, label=f"{name} ({scope.line()}): every layer's "
+               "rollout against the nulls"),
+          info(f"{tag}.family", family, label=f"{name}: comparisons in its Bonferroni family "
+               f"(its {L} layers × rollouts × nulls; level {100 * level:.4g}%)"),
+          info(f"{tag}.held_from", held, label=f"{name}: the lowest layer t from which every "
+               f"layer's rollout beats both nulls (L = {L}: not even the top layer)"),
+          info(f"{tag}.powered_from", powered, label=f"{name}: the lowest layer from which "
+               f"every layer has power ≥ {POWER:.0%} to see an advantage of {PB19_EFFECT:g} "
+               f"in W1/(n−1) over both nulls (PB19_EFFECT; L = {L}: not even the top layer)"),
+          info(f"{tag}.break_depth", depth_text(depth, held),
+               label=f"{name}: the break depth (power ≥ {POWER:.0%} to see {PB19_EFFECT:g} at "
+               "the layer below it and above)")]  # fmt: skip
     why = fp_tol(0.0, f"the bound −{-bound:.2g} = −4(L n² + n)ε is the float64 rounding of a W1 "
                  "difference: a smaller gap is no gap")  # fmt: skip
     for t, (_, best, decs) in enumerate(judged):
@@ -175,13 +231,15 @@ def model_evidence(sub: Subject, ctx: Context, measured, family: int):
                      f"of W1({best}) − W1({d.label}), one fitted parameter each")
             if d.decision == INCONCLUSIVE:
                 ms.append(undecided(key, d.hi, f"[{d.lo:.3g}, {d.hi:.3g}] contains the bound: "
-                                    f"{N} windows cannot tell them apart", label=label))
+                                    f"{N} windows cannot tell them apart (MDD "
+                                    f"{eff[t][d.label][4]:.3g})", label=label))
             else:
                 ms.append(at_most(key, d.hi, bound, why, label=label))
     ms += [plain, R.profiles_vs_dense(tag, name, A, lam), R.w1_vs_scipy(tag, name, P, G)]
+    ms += mdd_vs_judge(tag, name, eff[-1]["geometric"][1], df, level, bound, POWER, ctx.seed)
     gap = 0.0
     for t in sorted({L // 2, L - 1}):  # the layer crossfit against the library's recomputation
-        prof, metric, _, _ = crossfit_library_reference(_slice(data, t), cfs[t])
+        prof, metric, _, _ = crossfit_library_reference(R.layer_slice(data, t), cfs[t])
         gap = max(gap, prof, metric)
     tol = 16 * L * n * n * _EPS
     ms.append(at_most(f"{tag}.layerwise_crossfit_vs_library", gap, 0.0,
@@ -189,44 +247,19 @@ def model_evidence(sub: Subject, ctx: Context, measured, family: int):
                       label=f"{name}: max |layerwise_crossfit − the library's recomputation "
                       f"(kit.crossfit_library_reference) on layers t … L − 1| at t = {L // 2} "
                       f"and {L - 1}"))  # fmt: skip
-    rows = []
-    for t, (cf, (st, best, _)) in enumerate(zip(cfs, judged, strict=True)):
-        iv = {k: cf.interval("w1", k, LEVEL) for k in (*CANDIDATES, *RIVALS)}
-        rows.append([t, float(lam[t]), float(as_defined["mean_position"][t]),
-                     float(as_defined["rollout"][t]), float(as_defined["geometric"][t]),
-                     *(x for k in iv for x in (iv[k][0], iv[k][2], iv[k][3])), best, st])
-    cols = ["layer t", "λ_t", "measured mean position", "W1 (b), α = 1", "W1 geometric, in "
-            "sample", *(f"{c} {k}" for k in (*CANDIDATES, *RIVALS) for c in ("W1", "lo", "hi")),
-            "best", "status"]  # fmt: skip
-    table = kit.Table(f"{tag}.layerwise", f"{name}: per layer t, the rollout from t against the "
-                      f"influence at t's input (cross-fitted W1/(n−1), {100 * LEVEL:g}% jackknife "
-                      f"intervals; N = {N} windows, n = {n})", cols, rows)  # fmt: skip
+    tables = [R.layer_table(tag, name, cfs, judged, lam, as_defined, N, n,
+                            (*CANDIDATES, *RIVALS), LEVEL),
+              R.effect_table(tag, name, eff, judged, powers(PB19_EFFECT), level, PB19_EFFECT,
+                             POWER, N),
+              kit.Table(f"{tag}.break_depth_sensitivity", f"{name}: the break depth at other "
+                        f"effect sizes (power ≥ {POWER:.0%} at the layer below it and above)",
+                        ["effect (W1/(n−1))", "powered from layer", "break depth"],
+                        [[e, (r := powered_depth(statuses, powers(e), POWER))[2],
+                          depth_text(r[0], r[1])] for e in EFFECTS])]  # fmt: skip
     top = cfs[-1].metrics["w1"]
     ctl = (top[judged[-1][1]] - top["geometric"], level, bound)
-    return ms, table, _figure(tag, name, cfs, depth), ctl
-
-
-def _figure(tag, name, cfs, depth):
-    from posflow.simulate.models.profiles import color
-
-    L = len(cfs)
-    x = np.arange(L)
-    series = []
-    for i, (k, label) in enumerate((*CANDIDATES.items(), *RIVALS.items())):
-        iv = np.array([cf.interval("w1", k, LEVEL) for cf in cfs])
-        series.append(kit.Series(label, x + 0.15 * (i - 1.5), iv[:, 0], "errorbar",
-                                 yerr=[iv[:, 0] - iv[:, 2], iv[:, 3] - iv[:, 0]], color=color(k)))
-    d = np.array([cf.difference("w1", "e", "geometric", LEVEL) for cf in cfs])
-    diff = kit.Series("(e) − geometric", x, d[:, 0], "errorbar",
-                      yerr=[d[:, 0] - d[:, 2], d[:, 3] - d[:, 0]], color=color("e"))
-    vl = [(depth - 0.5, f"break depth {depth}")] if 0 < depth < L else []
-    panels = [kit.Panel("cross-fitted W1/(n−1), one parameter each", "layer t",
-                        "W1/(n−1)", series, vlines=vl, legend="shared"),
-              kit.Panel("W1(e) − W1(geometric)", "layer t", "W1 difference",
-                        [diff], hlines=[(0.0, "")], vlines=vl)]  # fmt: skip
-    return kit.Figure(f"pb19_{tag}_layerwise", f"PB19, {name}: the rollout from layer t against "
-                      f"the influence at layer t's input ({100 * LEVEL:g}% jackknife intervals; "
-                      "the verdict uses the Bonferroni level)", panels)  # fmt: skip
+    fig = R.figure(tag, name, cfs, {**CANDIDATES, **RIVALS}, LEVEL, held, depth)
+    return ms, tables, fig, (ctl, (eff[-1]["geometric"][1], df, level, bound)), scope
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,6 +279,13 @@ _CITES = (
     cite("posflow.simulate.models.measure:measure",
          "plain torch autograd of p* with respect to every block input (the model's own forward), "
          "window 0", "toy.layer_influence_vs_plain_torch"),
+    cite("posflow.simulate.models.layerwise:detectable_difference",
+         "a Monte Carlo of the judge itself (kit.crossfit_decision on replicates drawn from the "
+         "shifted t at a true advantage of the MDD: HOLDS at 80 %), at the top layer",
+         "toy.mdd_vs_judge_monte_carlo"),
+    cite("posflow.simulate.models.layerwise:detection_power",
+         "the same Monte Carlo of the judge at the MDD and MDD/2",
+         "toy.power_vs_judge_monte_carlo"),
     cite("posflow.simulate.models.crossfit:jackknife_interval",
          "the jackknife standard error and Student's t quantile written out",
          "jackknife_interval_vs_direct"),
@@ -260,8 +300,11 @@ _CITES = (
     "sink-aware kernels (e)) predicts the gradient influence at layer t's input, ‖∂p*/∂x_t‖, "
     "better in W1/(n−1) than the geometric-recency and linear-ramp nulls with one fitted "
     "parameter each — every parameter fitted on one half of the windows and scored on the other "
-    "(delete-one-window jackknife t intervals, family-wise 5 %, Bonferroni over layers × "
-    "rollouts × nulls × models); the break depth is the lowest layer from which it holds",
+    "(delete-one-window jackknife t intervals, family-wise 5 % per model, Bonferroni over that "
+    "model's layers × rollouts × nulls); the break depth is the lowest layer from which it "
+    "holds, reported where the power to see an advantage of PB19_EFFECT is ≥ 80 % at the layer "
+    "below it and above (else undetermined below that layer), with each layer's difference, "
+    "interval and minimum detectable difference",
     assumptions=(
         "posflow's toy ALiBi LM; SmolLM2-135M when installed; Gemma 3 270M when installed "
         "(--full only); each model gets its own sub-verdict",
@@ -271,30 +314,30 @@ _CITES = (
 )
 def pb19(ctx: Context) -> Evidence:
     """Claim PB19: per model and layer, the cross-fitted rollouts (b), (e) from t against the
-    nulls (``layerwise_crossfit``, recomputed by PB15's library reference at two layers);
-    ``layerwise_profiles`` against rollouts from each layer, ``layerwise_w1`` against scipy, the
-    measured layer influence against plain torch autograd; the judge's negative controls
-    (replicates past / straddling the bound); every number against the stored reference."""
+    nulls (``layerwise_crossfit``, recomputed by PB15's library reference at two layers), each
+    difference's MDD (``detectable_difference``) and power (``detection_power``) against a Monte
+    Carlo of the judge; ``layerwise_profiles`` against rollouts from each layer, ``layerwise_w1``
+    against scipy, the measured layer influence against plain torch autograd; the judges'
+    negative controls; every number against the stored reference."""
     if kit.optional_torch() is None:
         return kit.no_torch()
-    family, per_model = _collect(ctx)
-    ms, tables, figs, notes, ctl = [], [], [], [], None
-    for sub, (m, table, fig, c, ident) in per_model:
-        m += regression_measurements(sub.tag, ident, flatten(m, [table]), ctx.size, R.LIVE_TOL,
+    ms, tables, figs, notes, scopes, ctl = [], [], [], [], {}, None
+    for sub, (m, tabs, fig, c, scope, ident) in _collect(ctx):
+        m += regression_measurements(sub.tag, ident, flatten(m, tabs), ctx.size, R.LIVE_TOL,
                                      R.LIVE_REASON, f"every number PB19 reports of {sub.tag}",
                                      R.REFERENCE, R.LIVE_FLOOR)  # fmt: skip
         ms += m
-        tables.append(table)
+        tables += tabs
         figs.append(fig)
         notes.append(ident.split("; seed")[0])
+        scopes[sub.tag] = scope
         ctl = ctl or c
-    ms += jackknife_controls(*ctl)
-    ms.append(info("family", family, label="comparisons in the Bonferroni family (layers × "
-                   "rollouts × nulls, summed over the models)"))
-    return Evidence(ms, tables=tables, figures=figs,
+    ms += jackknife_controls(*ctl[0])
+    ms += power_controls(*ctl[1], POWER, ctx.seed)
+    return Evidence(ms, tables=tables, figures=figs, scopes=scopes,
                     setup="; ".join(notes) + ". Each window measured alone; halves seeded "
                     f"[{ctx.seed}, 24], the same at every layer.",
-                    absent=() if len(per_model) > 1 else ("smollm2-135m",))  # fmt: skip
+                    absent=() if len(scopes) > 1 else ("smollm2-135m",))  # fmt: skip
 
 
 # -- mutants: breaks of the routines PB19 runs through -------------------------------------------
@@ -307,26 +350,29 @@ add_mutant("PB19", "profiles-from-next-layer",
 add_mutant("PB19", "crossfit-one-layer-high",
            "posflow.simulate.models.layerwise:layerwise_crossfit", R.crossfit_one_layer_high,
            "layer t's influence is compared with the rollout from layer t + 1")
+add_mutant("PB19", "mdd-without-power-term",
+           "posflow.simulate.models.layerwise:detectable_difference", R.mdd_without_power_term,
+           "the minimum detectable difference drops t_{0.8}: the difference seen with 50 % power")
 add_mutant("PB19", "decide-on-point-estimate",
            "posflow.proofs_checks.kit._jackknife:crossfit_decision", R.loosened_decision,
            "the jackknife interval collapsed onto its point estimate (a loosened judge)")
 
 
 def _collect(ctx: Context):
-    """(Bonferroni family, [(subject, (measurements, table, figure, controls, identity))])."""
-    subs = subjects(ctx)
-    measured = [measure_model(sub) for sub in subs]
-    family = len(CANDIDATES) * len(RIVALS) * sum(d.lambdas.shape[1] for d, _, _ in measured)
+    """[(subject, (measurements, tables, figure, control inputs, scope, identity))]: each model
+    judged at its own level (:func:`model_family`), the identity naming its family."""
     out = []
-    for sub, got in zip(subs, measured, strict=True):
-        ident = f"{got[2]}; seed {ctx.seed}; {family} comparisons (Bonferroni)"
-        out.append((sub, (*model_evidence(sub, ctx, got, family), ident)))
-    return family, out
+    for sub in subjects(ctx):
+        measured = measure_model(sub)
+        family = model_family(measured[0].lambdas.shape[1])
+        ident = f"{measured[2]}; seed {ctx.seed}; {family} comparisons (Bonferroni, this model's)"
+        out.append((sub, (*model_evidence(sub, ctx, measured), ident)))
+    return out
 
 
 def parts(ctx: Context) -> dict:
     """``{tag: (identity, {name: number})}`` of a PB19 run (what the reference stores)."""
-    return {sub.tag: (r[4], flatten(r[0], [r[1]])) for sub, r in _collect(ctx)[1]}
+    return {sub.tag: (r[5], flatten(r[0], r[1])) for sub, r in _collect(ctx)}
 
 
 def write_reference(size: str = "quick"):

@@ -8,20 +8,26 @@
 * :func:`w1_vs_scipy` — :func:`~posflow.simulate.models.layerwise.layerwise_w1` against
   ``scipy.stats.wasserstein_distance`` and the geometric null refitted by
   :mod:`posflow.simulate.nulls`;
+* the data of a layer (:func:`pooled`, :func:`layer_slice`) and the check's per-model tables
+  and figure (:func:`layer_table`, :func:`effect_table`, :func:`figure`); the minimum detectable
+  differences are compared with a Monte Carlo of the judge by ``kit.mdd_vs_judge``;
 * mutant factories registered in :mod:`.pb19_layerwise`.
 """
 
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 
+from posflow.proofs_checks import kit
 from posflow.proofs_checks.kit import at_most, fp_tol, plain_influence
 
-__all__ = ["LIVE_TOL", "REFERENCE", "crossfit_one_layer_high", "layer_influence_vs_plain",
-           "loosened_decision", "one_layer_late", "plain_layer_influence", "profiles_vs_dense",
-           "rollout_from_next_layer", "w1_vs_scipy"]  # fmt: skip
+__all__ = ["LIVE_TOL", "REFERENCE", "crossfit_one_layer_high", "effect_table", "figure",
+           "layer_influence_vs_plain", "layer_slice", "layer_table", "loosened_decision",
+           "mdd_without_power_term", "one_layer_late", "plain_layer_influence", "pooled",
+           "profiles_vs_dense", "rollout_from_next_layer", "w1_vs_scipy"]  # fmt: skip
 
 REFERENCE = "pb19.json"
 # PB15's tolerance for its live models (see pb15_refs: drift across thread counts and CPUs)
@@ -168,3 +174,93 @@ def loosened_decision(original):
         return dec
 
     return crossfit_decision
+
+
+def mdd_without_power_term(original):
+    """detectable_difference drops its power quantile: the MDD at 50 % power, not 80 %."""
+
+    @functools.wraps(original)
+    def detectable_difference(se, df, alpha, power=0.8):
+        return original(se, df, alpha, 0.5)
+
+    return detectable_difference
+
+
+# -- the data of a layer, and the check's tables and figure ----------------------------------
+
+
+def pooled(data):
+    """Kernels (L, n, n) and λ (L,) pooled over all windows, and the mean layer influence."""
+    A = np.asarray(data.attention).mean(axis=0)
+    G = np.asarray(data.layer_influence).mean(axis=0)
+    return A / A.sum(axis=-1, keepdims=True), np.clip(data.lambdas.mean(axis=0), 0, 1), G
+
+
+def layer_slice(data, t: int):
+    """The windows of layer t as PB15's data: layers t … L − 1, influence at t's input."""
+    windows = getattr(data, "windows", None)
+    return SimpleNamespace(attention=data.attention[:, t:], lambdas=data.lambdas[:, t:],
+                           influence=data.layer_influence[:, t], content=data.content[:, t:],
+                           values=data.values[:, t:], slopes=data.slopes,
+                           windows=None if windows is None else tuple(windows)[t:])  # fmt: skip
+
+
+def layer_table(tag, name, cfs, judged, lam, as_defined, N: int, n: int, keys, level: float):
+    """Per layer: λ_t, the measured mean position, the rollout as defined (α = 1) and the
+    in-sample geometric null, then each of ``keys``' cross-fitted W1 with its interval."""
+    rows = []
+    for t, (cf, (st, best, _)) in enumerate(zip(cfs, judged, strict=True)):
+        iv = {k: cf.interval("w1", k, level) for k in keys}
+        rows.append([t, float(lam[t]), float(as_defined["mean_position"][t]),
+                     float(as_defined["rollout"][t]), float(as_defined["geometric"][t]),
+                     *(x for k in iv for x in (iv[k][0], iv[k][2], iv[k][3])), best, st])
+    cols = ["layer t", "λ_t", "measured mean position", "W1 (b), α = 1", "W1 geometric, in "
+            "sample", *(f"{c} {k}" for k in keys for c in ("W1", "lo", "hi")), "best",
+            "status"]  # fmt: skip
+    return kit.Table(f"{tag}.layerwise", f"{name}: per layer t, the rollout from t against the "
+                     f"influence at t's input (cross-fitted W1/(n−1), {100 * level:g}% jackknife "
+                     f"intervals; N = {N} windows, n = {n})", cols, rows)  # fmt: skip
+
+
+def effect_table(tag, name, eff, judged, powers, level: float, effect: float, power: float,
+                 N: int):  # fmt: skip
+    """Per layer: the best rollout, its difference from each null with the interval at the
+    judge's ``level`` and the MDD (``eff[t][rival]`` = (Δ, se, lo, hi, MDD)), the power to see
+    ``effect`` over both nulls, the status."""
+    rivals = list(eff[0])
+    rows = [[t, best, *(x for r in rivals for x in (e[r][0], e[r][2], e[r][3], e[r][4])),
+             float(p), st]
+            for t, (e, p, (st, best, _)) in enumerate(zip(eff, powers, judged, strict=True))]
+    cols = ["layer t", "best", *(f"{c} {r}" for r in rivals for c in ("Δ vs", "lo", "hi",
+                                                                       "MDD")),
+            f"power at {effect:g}", "status"]  # fmt: skip
+    return kit.Table(f"{tag}.effects", f"{name}: per layer, Δ = W1(best) − W1(null) with its "
+                     f"{100 * level:.4g}% jackknife interval (the judge's level), the minimum "
+                     f"detectable advantage at {power:.0%} power (MDD; N = {N} windows) and the "
+                     f"power to see an advantage of {effect:g} over both nulls",
+                     cols, rows)  # fmt: skip
+
+
+def figure(tag, name, cfs, labels: dict, level: float, held: int, depth):
+    """The cross-fitted W1 of each of ``labels`` per layer, and W1(e) − W1(geometric)."""
+    from posflow.simulate.models.profiles import color
+
+    L = len(cfs)
+    x = np.arange(L)
+    series = []
+    for i, (k, label) in enumerate(labels.items()):
+        iv = np.array([cf.interval("w1", k, level) for cf in cfs])
+        series.append(kit.Series(label, x + 0.15 * (i - 1.5), iv[:, 0], "errorbar",
+                                 yerr=[iv[:, 0] - iv[:, 2], iv[:, 3] - iv[:, 0]], color=color(k)))
+    d = np.array([cf.difference("w1", "e", "geometric", level) for cf in cfs])
+    diff = kit.Series("(e) − geometric", x, d[:, 0], "errorbar",
+                      yerr=[d[:, 0] - d[:, 2], d[:, 3] - d[:, 0]], color=color("e"))
+    what = f"break depth {depth}" if depth is not None else f"undetermined below {held}"
+    vl = [(held - 0.5, what)] if 0 < held < L else []
+    panels = [kit.Panel("cross-fitted W1/(n−1), one parameter each", "layer t",
+                        "W1/(n−1)", series, vlines=vl, legend="shared"),
+              kit.Panel("W1(e) − W1(geometric)", "layer t", "W1 difference",
+                        [diff], hlines=[(0.0, "")], vlines=vl)]  # fmt: skip
+    return kit.Figure(f"pb19_{tag}_layerwise", f"PB19, {name}: the rollout from layer t against "
+                      f"the influence at layer t's input ({100 * level:g}% jackknife intervals; "
+                      "the verdict uses the Bonferroni level)", panels)  # fmt: skip

@@ -43,6 +43,8 @@ module                      what it holds
                             written by :func:`store_reference`)
 ``_plain_torch``            gradient influence by plain torch autograd (:func:`plain_influence`),
                             the reference of the measuring hooks
+``_power``                  what N windows can see: the MDD against the judge's Monte Carlo,
+                            the power rule of a break depth (:func:`powered_depth`)
 ``_scope``                  the scope of an empirical verdict (:class:`Scope`), a paper's
                             setting (:class:`Setting`) and :func:`scoped` (a run outside the
                             setting cannot refute the paper's claim)
@@ -165,6 +167,7 @@ from posflow.proofs_checks.kit._mutants import (
 )
 from posflow.proofs_checks.kit._optional import no_torch, optional_torch
 from posflow.proofs_checks.kit._plain_torch import plain_influence
+from posflow.proofs_checks.kit._power import mdd_vs_judge, power_controls, powered_depth
 from posflow.proofs_checks.kit._quiet import nan_max, quiet, quiet_log
 from posflow.proofs_checks.kit._registry import (
     ERROR,
@@ -329,6 +332,7 @@ __all__ = [
     "lock_mismatches",
     "loglog_slope",
     "loose_is_u",
+    "mdd_vs_judge",
     "mean_se",
     "measurement_rows",
     "mutants_of",
@@ -342,6 +346,8 @@ __all__ = [
     "plain_influence",
     "plot_profile",
     "plot_profiles",
+    "power_controls",
+    "powered_depth",
     "provenance",
     "quiet",
     "quiet_log",
