@@ -6,7 +6,6 @@ is exercised by the mutant test (tests/test_proofs_checks_mutants.py)."""
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -124,9 +123,16 @@ def test_the_judged_numbers_recompute_from_the_curves(evidence):
         assert ev[f"dip_depth_K{K}"].value == pytest.approx(depth, abs=1e-12)
         sep = min(lo[0], lo[-1]) - hi[kmin]
         assert ev[f"dip_separation_K{K}"].value == pytest.approx(sep, abs=1e-12)
-        rho = spearmanr(mean, r[:, 8]).statistic
-        assert ev[f"spearman_point_K{K}"].value == pytest.approx(rho, abs=1e-12)
-        assert ev[f"spearman_lo_K{K}"].value <= ev[f"spearman_point_K{K}"].value + 1e-12
+        fit = {row[2]: row[3:] for row in ev.table("crossfit").rows if row[1] == K}
+        assert ev[f"spearman_point_K{K}"].value == fit["fitted"][0]  # the cross-fitted ρ
+        lo_hi = [ev[f"spearman_lo_K{K}"].value, ev[f"spearman_hi_K{K}"].value]
+        assert lo_hi == list(fit["fitted"][1:])
+        assert ev[f"alpha_K{K}"].value == fit["alpha"][0] > 0
+        assert f"α = {fit['alpha'][0]:.2f}" in ev[f"spearman_K{K}"].label  # the verdict line
+        assert ev[f"verdict_K{K}"].value.split(" — ")[1].startswith("fitted α = ")
+        for s in ("unit", "ceiling"):
+            assert ev[f"rho_{s}_K{K}"].value == fit[s][0]
+        assert (r[:, 8] > 0).all()  # the displayed profile: the fitted rollout's line masses
         assert ((r[:, 5] >= 0) & (r[:, 5] <= 1)).all() and (r[:, 8] > 0).all()
 
 
@@ -199,8 +205,9 @@ def test_every_profile_is_reported_and_the_judged_one_is_the_stored_best(evidenc
         assert set(got) == set("abcde") and set(got) <= set(PROFILES)
         judged = [k for k, r in got.items() if r[6]]
         assert judged == [best]
-        assert got[best][3] == evidence[f"spearman_K{K}"].value
-        assert got[best][4] == evidence[f"spearman_lo_K{K}"].value
+        # the table is α = 1 pooled over all contexts (reported); the judged ρ is cross-fitted
+        fit = {r[2]: r[3:] for r in evidence.table("crossfit").rows if r[1] == K}
+        assert fit["fitted"][0] == evidence[f"spearman_K{K}"].value
         for r in got.values():
             assert r[4] <= r[3] + 1e-12 <= r[5] + 2e-12 or np.isnan(r[3])
 

@@ -40,11 +40,12 @@ from posflow.proofs_checks.kit import (
 )
 
 MODEL = "smollm2-135m"
-# the models PB17 measures: hub key → (name, measurement-key prefix, reference file). SmolLM2's
+# the models PB17 measures: hub key → (name, measurement-key prefix, reference file, tag). SmolLM2's
 # keys carry no prefix (they predate the second model); Gemma 3 270M is measured at --full size.
+# The fourth entry is the model's tag of subjects.MODEL_FACTS (its scope).
 MODELS = {
-    "smollm2-135m": ("SmolLM2-135M", "", "pb17.json"),
-    "gemma3-270m": ("Gemma 3 270M", "gemma3_", "pb17_gemma3.json"),
+    "smollm2-135m": ("SmolLM2-135M", "", "pb17.json", "smollm2"),
+    "gemma3-270m": ("Gemma 3 270M", "gemma3_", "pb17_gemma3.json", "gemma3"),
 }
 REFERENCE = MODELS[MODEL][2]
 DIP_DEPTH = 0.1  # nats: the interior minimum must lie this far below the lower end
@@ -155,27 +156,34 @@ _DEPTH_REASON = (
 
 
 def k_measurements(K, r, k, depth, sep):
-    """The decisions, controls and reported numbers of one K of one model."""
+    """The decisions, controls and reported numbers of one K of one model (intervals at the
+    model's family level ``r["confidence"]``; ρ is the cross-fitted one, ``r["fit"]``)."""
     lp, acc = r["logprob"], r["accuracy"]
     C = r["task"].num_contexts
+    conf, fit = r["confidence"], r["fit"]
+    a, alo, ahi, _ = fit.interval("alpha", conf)
     dip = dip_decision(K, lp, f"dip_K{K}")
-    rho = Decision(f"spearman_K{K}", r["rho"], r["rho_lo"], r["rho_hi"], 0.0, "ge")
+    rho = Decision(f"spearman_K{K}", r["rho"], min(r["rho_lo"], r["rho"]),
+                   max(r["rho_hi"], r["rho"]), 0.0, "ge")  # fmt: skip
     status, why = combine([dip, rho])
+    fam = f"Bonferroni level {1 - conf:.3g} of this model's family"
+    alpha = f"α = {a:.2f} [{alo:.2f}, {ahi:.2f}]"
     return [
         decision_measurement(f"dip_K{K}", dip,
                              f"K = {K}: min(mean[0], mean[K−1]) − interior minimum ≥ δ = "
-                             f"{DIP_DEPTH} nats ({CONFIDENCE:.0%} pointwise bootstrap)"),
+                             f"{DIP_DEPTH} nats ({conf:.2%} pointwise bootstrap; {fam})"),
         decision_measurement(f"spearman_K{K}", rho,
-                             f"K = {K}: Spearman ρ(mean log-prob, predicted per-line profile) "
-                             f"> 0 ({CONFIDENCE:.0%} bootstrap over contexts)"),
+                             f"K = {K}: Spearman ρ(mean log-prob, per-line profile "
+                             f"{fit.rollout} at cross-fitted {alpha}) > 0 ({conf:.2%} bootstrap "
+                             f"over contexts, curve and fit resampled; {fam})"),
         *decision_controls(dip), *decision_controls(rho),
-        info(f"verdict_K{K}", status + (f" ({why})" if why else ""),
-             label=f"K = {K}: the statement's verdict (kit.combine)"),
+        info(f"verdict_K{K}", f"{status} — fitted {alpha}" + (f" ({why})" if why else ""),
+             label=f"K = {K}: the statement's verdict (kit.combine) and the fitted α"),
         info(f"dip_depth_K{K}", depth, unit="nats",
              label=f"K = {K}: min(mean[0], mean[K−1]) − mean[k_min] (δ: {_DEPTH_REASON})"),
         info(f"dip_separation_K{K}", sep, unit="nats",
              label=f"K = {K}: min of the ends' lower bounds − the minimum's upper bound"),
-        info(f"spearman_point_K{K}", r["rho"], label=f"K = {K}: Spearman ρ"),
+        info(f"spearman_point_K{K}", r["rho"], label=f"K = {K}: cross-fitted Spearman ρ"),
         info(f"spearman_lo_K{K}", r["rho_lo"], label=f"K = {K}: lower bound of ρ"),
         holds(f"positions_labelled_K{K}", r["labels_ok"], role="control",
               label=f"K = {K}: the query of position k repeats line k's key (all prompts)"),
@@ -187,7 +195,7 @@ def k_measurements(K, r, k, depth, sep):
                 label=f"K = {K}: max |teacher-forced log-prob − direct forward pass with "
                 f"torch.log_softmax| ({min(CONTROL_PROMPTS, C)} prompts)"),
         info(f"spearman_hi_K{K}", r["rho_hi"],
-             label=f"K = {K}: upper {CONFIDENCE:.0%} bootstrap bound of ρ"),
+             label=f"K = {K}: upper {conf:.2%} bootstrap bound of ρ"),
         info(f"argmin_K{K}", k, label=f"K = {K}: position of the minimum"),
         info(f"mean_logprob_K{K}", float(lp.mean.mean()), unit="nats",
              label=f"K = {K}: mean log-prob over positions"),
@@ -221,15 +229,17 @@ _FP = "float64 means and sums of ≤ 30 values of order 10 in another order: ≤
 
 def direct_checks(r: dict, seed: int, confidence: float, resamples: int, store, best) -> list:
     """``position_curve``, ``bootstrap_spearman``, ``line_profile`` and ``best_profile`` of one
-    K against direct loops, with negative controls of the max-error judge."""
+    K against direct loops, with negative controls of the max-error judge (``confidence``: the
+    α = 1 table's; the curve's is ``r["confidence"]``)."""
     from scipy.stats import spearmanr
 
     x, task, lp = r["scores"].logprob, r["task"], r["logprob"]
     C, K = x.shape
     idx = np.random.default_rng(seed).integers(0, C, size=(resamples, C))
     boot = np.array([[sum(x[i, k] for i in row) / C for k in range(K)] for row in idx])
-    a = (1 - confidence) / 2
-    ref_lo, ref_hi = np.quantile(boot, a, axis=0), np.quantile(boot, 1 - a, axis=0)
+    a = (1 - confidence) / 2  # the α = 1 table's ρ intervals
+    ac = (1 - r.get("confidence", confidence)) / 2  # the curve's: at the model's family level
+    ref_lo, ref_hi = np.quantile(boot, ac, axis=0), np.quantile(boot, 1 - ac, axis=0)
     curve_err = max(np.abs(lp.mean - x.sum(0) / C).max(), np.abs(lp.lo - ref_lo).max(),
                     np.abs(lp.hi - ref_hi).max())  # fmt: skip
     rho_err = max(deviation(float(v[1]), _spearman_direct(x.mean(0), v[0]), 1.0)
@@ -265,7 +275,8 @@ def direct_checks(r: dict, seed: int, confidence: float, resamples: int, store, 
 # -- regression against the stored reference ---------------------------------------------------
 def reference_values(res: dict, model) -> dict:
     """Every number PB17 reports, flattened: per K the curves, the line masses of the judged
-    profile, ρ with its interval for every profile; and the model's identity."""
+    profile, ρ with its interval for every profile at α = 1, the cross-fit's α and ρ (fitted, at
+    α = 1, ceiling) with their intervals; and the model's identity."""
     out = {"model": str(getattr(model.config, "_name_or_path", "")),
            "parameters": float(sum(p.numel() for p in model.parameters()))}  # fmt: skip
     for K, r in res.items():
@@ -276,6 +287,11 @@ def reference_values(res: dict, model) -> dict:
         for p, (_, rho, lo, hi, dropped) in r["rhos"].items():
             out.update({f"K{K}.rho.{p}": float(rho), f"K{K}.rho_lo.{p}": float(lo),
                         f"K{K}.rho_hi.{p}": float(hi), f"K{K}.dropped.{p}": float(dropped)})
+        fit = r.get("fit")
+        for name in () if fit is None else ("alpha", "fitted", "unit", "ceiling"):
+            est, lo, hi, dropped = fit.interval(name, r["confidence"])
+            out.update({f"K{K}.fit.{name}": est, f"K{K}.fit.{name}_lo": lo,
+                        f"K{K}.fit.{name}_hi": hi, f"K{K}.fit.{name}_dropped": float(dropped)})
     return out
 
 
@@ -329,6 +345,8 @@ def lambda_next_layer(original):
         m = original(model, input_ids, **kw)
         if m.lambdas is not None:
             m.lambdas = np.roll(m.lambdas, -1)  # layer t reports layer t + 1's λ
+        if m.lambda_per_sequence is not None:
+            m.lambda_per_sequence = np.roll(m.lambda_per_sequence, -1, axis=1)
         return m
 
     return measure
