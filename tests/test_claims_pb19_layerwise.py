@@ -17,7 +17,11 @@ def test_pb19_is_registered_as_ours():
     c = get_claim("PB19")
     assert c.check is P.pb19 and c.source == "[ours]"
     assert {x.routine.rpartition(":")[2] for x in c.compares} >= {
-        "layerwise_profiles", "layerwise_w1", "layerwise_crossfit", "measure"}
+        "layerwise_profiles",
+        "layerwise_w1",
+        "layerwise_crossfit",
+        "measure",
+    }
 
 
 # the model verdict from the layers' statuses: cases as data
@@ -107,8 +111,9 @@ def test_profile_and_w1_references_pass_and_catch_their_mutants(monkeypatch):
     assert R.profiles_vs_dense("t", "t", A, lam).passed
     P_ = layerwise.layerwise_profiles(A, lam)
     assert R.w1_vs_scipy("t", "t", P_, G).passed
-    monkeypatch.setattr(layerwise, "layerwise_profiles",
-                        R.rollout_from_next_layer(layerwise.layerwise_profiles))
+    monkeypatch.setattr(
+        layerwise, "layerwise_profiles", R.rollout_from_next_layer(layerwise.layerwise_profiles)
+    )
     assert not R.profiles_vs_dense("t", "t", A, lam).passed
 
 
@@ -142,11 +147,18 @@ def test_pb19_on_the_toy_lm_alone(monkeypatch):
     ev = P.pb19(Context())
     assert ev.status == HOLDS, ev.summary
     assert ev.absent == ("smollm2-135m",)
-    for key in ("toy.layer_influence_vs_plain_torch", "toy.layerwise_profiles_vs_rollout",
-                "toy.layerwise_w1_vs_scipy", "toy.layerwise_crossfit_vs_library",
-                "toy.mdd_vs_judge_monte_carlo", "toy.power_vs_judge_monte_carlo",
-                "crossfit_control_past_bound", "crossfit_control_straddling",
-                "mdd_control_power_term_dropped", "break_depth_control_underpowered"):
+    for key in (
+        "toy.layer_influence_vs_plain_torch",
+        "toy.layerwise_profiles_vs_rollout",
+        "toy.layerwise_w1_vs_scipy",
+        "toy.layerwise_crossfit_vs_library",
+        "toy.mdd_vs_judge_monte_carlo",
+        "toy.power_vs_judge_monte_carlo",
+        "crossfit_control_past_bound",
+        "crossfit_control_straddling",
+        "mdd_control_power_term_dropped",
+        "break_depth_control_underpowered",
+    ):
         assert ev[key].passed, key
     L = ev["toy.family"].value // (len(P.CANDIDATES) * len(P.RIVALS))
     assert len(ev.table("toy.layerwise").rows) == len(ev.table("toy.effects").rows) == L

@@ -61,8 +61,11 @@ def layer_influence_vs_plain(tag: str, name: str, model, ids, measured):
     max over layers of max_j |gap| / max_j (reference)."""
     ref = plain_layer_influence(model, ids)
     got = np.asarray(measured, dtype=np.float64)
-    err = float(np.max(np.abs(got - ref).max(axis=1) / ref.max(axis=1))) if got.shape == \
-        ref.shape else float("inf")
+    err = (
+        float(np.max(np.abs(got - ref).max(axis=1) / ref.max(axis=1)))
+        if got.shape == ref.shape
+        else float("inf")
+    )
     return at_most(f"{tag}.layer_influence_vs_plain_torch", err, 0.0,
                    fp_tol(PLAIN_TOL, PLAIN_REASON),
                    label=f"{name}: max over layers t of max_j |measured ‖∂p*/∂x_t[j]‖ − plain "
@@ -103,9 +106,12 @@ def w1_vs_scipy(tag: str, name: str, profiles, measured):
     err = 0.0
     for t, (p, g) in enumerate(zip(profiles, G, strict=True)):
         geo = geometric_recency(n, float(g @ j))[0]
-        err = max(err, abs(got["rollout"][t] - wasserstein_distance(j, j, p, g) / (n - 1)),
-                  abs(got["geometric"][t] - wasserstein_distance(j, j, geo, g) / (n - 1)),
-                  abs(got["mean_position"][t] - float(g @ j)) / (n - 1))
+        err = max(
+            err,
+            abs(got["rollout"][t] - wasserstein_distance(j, j, p, g) / (n - 1)),
+            abs(got["geometric"][t] - wasserstein_distance(j, j, geo, g) / (n - 1)),
+            abs(got["mean_position"][t] - float(g @ j)) / (n - 1),
+        )
     tol = 8 * n * _EPS
     return at_most(f"{tag}.layerwise_w1_vs_scipy", err, 0.0,
                    fp_tol(tol, f"cumulative sums of n = {n} terms in two implementations: "
@@ -211,9 +217,18 @@ def layer_table(tag, name, cfs, judged, lam, as_defined, N: int, n: int, keys, l
     rows = []
     for t, (cf, (st, best, _)) in enumerate(zip(cfs, judged, strict=True)):
         iv = {k: cf.interval("w1", k, level) for k in keys}
-        rows.append([t, float(lam[t]), float(as_defined["mean_position"][t]),
-                     float(as_defined["rollout"][t]), float(as_defined["geometric"][t]),
-                     *(x for k in iv for x in (iv[k][0], iv[k][2], iv[k][3])), best, st])
+        rows.append(
+            [
+                t,
+                float(lam[t]),
+                float(as_defined["mean_position"][t]),
+                float(as_defined["rollout"][t]),
+                float(as_defined["geometric"][t]),
+                *(x for k in iv for x in (iv[k][0], iv[k][2], iv[k][3])),
+                best,
+                st,
+            ]
+        )
     cols = ["layer t", "λ_t", "measured mean position", "W1 (b), α = 1", "W1 geometric, in "
             "sample", *(f"{c} {k}" for k in keys for c in ("W1", "lo", "hi")), "best",
             "status"]  # fmt: skip
@@ -228,9 +243,10 @@ def effect_table(tag, name, eff, judged, powers, level: float, effect: float, po
     judge's ``level`` and the MDD (``eff[t][rival]`` = (Δ, se, lo, hi, MDD)), the power to see
     ``effect`` over both nulls, the status."""
     rivals = list(eff[0])
-    rows = [[t, best, *(x for r in rivals for x in (e[r][0], e[r][2], e[r][3], e[r][4])),
-             float(p), st]
-            for t, (e, p, (st, best, _)) in enumerate(zip(eff, powers, judged, strict=True))]
+    rows = [
+        [t, best, *(x for r in rivals for x in (e[r][0], e[r][2], e[r][3], e[r][4])), float(p), st]
+        for t, (e, p, (st, best, _)) in enumerate(zip(eff, powers, judged, strict=True))
+    ]
     cols = ["layer t", "best", *(f"{c} {r}" for r in rivals for c in ("Δ vs", "lo", "hi",
                                                                        "MDD")),
             f"power at {effect:g}", "status"]  # fmt: skip
@@ -250,11 +266,25 @@ def figure(tag, name, cfs, labels: dict, level: float, held: int, depth):
     series = []
     for i, (k, label) in enumerate(labels.items()):
         iv = np.array([cf.interval("w1", k, level) for cf in cfs])
-        series.append(kit.Series(label, x + 0.15 * (i - 1.5), iv[:, 0], "errorbar",
-                                 yerr=[iv[:, 0] - iv[:, 2], iv[:, 3] - iv[:, 0]], color=color(k)))
+        series.append(
+            kit.Series(
+                label,
+                x + 0.15 * (i - 1.5),
+                iv[:, 0],
+                "errorbar",
+                yerr=[iv[:, 0] - iv[:, 2], iv[:, 3] - iv[:, 0]],
+                color=color(k),
+            )
+        )
     d = np.array([cf.difference("w1", "e", "geometric", level) for cf in cfs])
-    diff = kit.Series("(e) − geometric", x, d[:, 0], "errorbar",
-                      yerr=[d[:, 0] - d[:, 2], d[:, 3] - d[:, 0]], color=color("e"))
+    diff = kit.Series(
+        "(e) − geometric",
+        x,
+        d[:, 0],
+        "errorbar",
+        yerr=[d[:, 0] - d[:, 2], d[:, 3] - d[:, 0]],
+        color=color("e"),
+    )
     what = f"break depth {depth}" if depth is not None else f"undetermined below {held}"
     vl = [(held - 0.5, what)] if 0 < held < L else []
     panels = [kit.Panel("cross-fitted W1/(n−1), one parameter each", "layer t",
