@@ -21,6 +21,7 @@ __all__ = ["SUBCOMMANDS", "build_parser", "main"]
 # modules of this package, each with add_parser(subparsers); none imports torch or dask at load
 SUBCOMMANDS = (
     "verify", "claims", "rollout", "counterexample", "measure", "models", "extrapolate", "sweep",
+    "sinks",
 )  # fmt: skip
 
 

@@ -41,9 +41,41 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from posflow.simulate.models._layouts import LAYOUTS
 from posflow.simulate.models._sink_edit import TARGETS, Intervention
 
-__all__ = ["TARGETS", "SinkIntervention", "sink_intervention", "t_interval", "w1_positions"]
+__all__ = ["INTERVENABLE", "TARGETS", "SinkIntervention", "architecture_of", "sink_intervention",
+           "t_interval", "w1_positions"]  # fmt: skip
+
+# model types whose attention probabilities the intervention can edit: posflow's LM and the
+# families on transformers' attention interface (GPT-2, BLOOM, Falcon, MPT compute theirs inline)
+INTERVENABLE = ("posflow", *LAYOUTS)
+
+
+def architecture_of(spec) -> str:
+    """The ``model_type`` of an installed model name, a Hugging Face checkpoint folder
+    (config.json) or a ``.gguf`` file (its header), read without loading weights; "posflow"
+    for any other existing file (a posflow checkpoint). ValueError naming ``spec`` when it
+    names nothing readable (an installed name that is not installed: the install command)."""
+    import json
+    from pathlib import Path
+
+    from posflow.simulate.models._install import GGUF_MODEL_TYPES, gguf_architecture
+    from posflow.simulate.models.hub import KNOWN_MODELS, model_path
+
+    path = model_path(spec) if spec in KNOWN_MODELS else Path(spec)
+    if path.is_dir():
+        try:
+            return str(json.loads((path / "config.json").read_text(encoding="utf-8"))["model_type"])
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{str(spec)!r} has no readable config.json with a model_type "
+                             f"({type(exc).__name__})") from None  # fmt: skip
+    if path.suffix == ".gguf":
+        arch = gguf_architecture(path)
+        return GGUF_MODEL_TYPES.get(arch, arch)
+    if not path.is_file():
+        raise ValueError(f"{str(spec)!r} is neither an installed model, a folder nor a file")
+    return "posflow"
 
 
 def w1_positions(p, q) -> np.ndarray:
@@ -339,7 +371,7 @@ def sink_intervention(
     from posflow.simulate.models.measure import measure
 
     adapter = adapter_for(model, probabilities=False)
-    if not (adapter.interface or adapter.name == "posflow"):
+    if adapter.name not in INTERVENABLE:
         raise ValueError(
             f"model: the sink intervention edits attention probabilities through transformers' "
             f"attention interface or posflow's LM; the {adapter.name} adapter computes its "
