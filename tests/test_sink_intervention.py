@@ -334,3 +334,30 @@ def test_bad_input_is_refused_before_any_forward_pass(kw, exc, match, monkeypatc
 def test_a_hand_adapter_family_is_refused_by_name():
     with pytest.raises(ValueError, match=r"model: the sink intervention .* gpt2 adapter"):
         SI.sink_intervention(model("gpt2"), TL.ids(count=2))
+
+
+def _gguf(path, arch: str):
+    """A GGUF v3 header naming ``arch`` (no tensors)."""
+    key, val = b"general.architecture", arch.encode()
+    le = lambda v, k: v.to_bytes(k, "little")  # noqa: E731
+    path.write_bytes(b"GGUF" + le(3, 4) + le(0, 8) + le(1, 8) + le(len(key), 8) + key
+                     + le(8, 4) + le(len(val), 8) + val)  # fmt: skip
+    return path
+
+
+def test_architecture_of_reads_configs_and_gguf_headers_without_weights(tmp_path):
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "gemma3_text"}')
+    assert SI.architecture_of(str(folder)) == "gemma3_text"
+    assert SI.architecture_of(_gguf(tmp_path / "m.gguf", "llama")) == "llama"
+    assert SI.architecture_of(_gguf(tmp_path / "b.gguf", "bloom")) == "bloom"
+    ckpt = tmp_path / "tiny.pt"
+    ckpt.write_bytes(b"not read")
+    assert SI.architecture_of(ckpt) == "posflow"
+    assert "bloom" not in SI.INTERVENABLE and {"posflow", "llama"} <= set(SI.INTERVENABLE)
+    (folder / "config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"no readable config\.json"):
+        SI.architecture_of(folder)
+    with pytest.raises(ValueError, match="neither an installed model"):
+        SI.architecture_of(tmp_path / "missing")
