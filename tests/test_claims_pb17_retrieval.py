@@ -267,3 +267,57 @@ def test_the_regression_judge_sees_one_moved_number():
     assert R.regression("k", dict(ref), ref, 1e-4, "r")[0].passed
     assert not R.regression("k", {**ref, "b": 2.001}, ref, 1e-4, "r")[0].passed
     assert not R.regression("k", {"a": 1.0, "s": "x"}, ref, 1e-4, "r")[0].passed  # one missing
+
+
+# -- issue 41: the cross-fitted profile, families per model, scopes ------------------------------
+
+
+def test_the_crossfit_matches_its_direct_recomputation_and_its_controls_reject(evidence):
+    K = pb.QUICK["Ks"][0]
+    assert evidence[f"crossfit_vs_direct_K{K}"].passed
+    assert evidence[f"crossfit_control_in_sample_K{K}"].passed  # the in-sample fit is rejected
+    assert evidence[f"crossfit_control_fit_held_K{K}"].passed  # so is a bootstrap without refit
+    t = {r[2]: r[3:] for r in evidence.table("crossfit").rows}
+    assert set(t) == {"alpha", "fitted", "unit", "ceiling"}
+    for est, lo, hi in t.values():
+        assert np.isfinite([est, lo, hi]).all() and lo <= hi
+
+
+def test_a_models_family_is_its_own_comparisons_whatever_else_is_installed(evidence, two_models):
+    from posflow.proofs_checks.claims import pb17_figures as F
+
+    assert F.family((10,)) == (2, 0.025, 0.975)
+    assert F.family((10, 20, 50))[:2] == (6, 0.05 / 6)
+    two, _ = two_models  # SmolLM2 measured alone, then with a second model installed
+    assert evidence["family"].value == two["family"].value == two["gemma3_family"].value
+    for m in evidence.measurements:  # every judged number and interval of SmolLM2 unmoved
+        if m.test != "info" or not m.key.startswith(("seconds", "load")):
+            other = two[m.key]
+            assert (other.value, other.passed, other.label) == (m.value, m.passed, m.label), m.key
+    with pytest.raises(ValueError, match="Ks"):
+        F.family(())
+
+
+def test_every_model_has_its_scope(two_models):
+    ev, _ = two_models
+    assert set(ev.scopes) == {"smollm2-135m", "gemma3-270m"}
+    for sc in ev.scopes.values():
+        assert "retrieval" in sc.text and "contexts 8" in sc.line()
+        assert str(pb.QUICK["Ks"][0]) in str(sc.n)
+    assert "Gemma 3" in ev.scopes["gemma3-270m"].model
+
+
+def test_fitting_alpha_on_the_scored_half_fails_the_direct_recomputation(tiny, evidence,
+                                                                          monkeypatch):
+    from posflow.proofs_checks import kit
+
+    (m,) = [m for m in kit.mutants_of("PB17") if m.name == "alpha-fitted-on-scored-half"]
+    monkeypatch.setattr(pb, "_model", lambda key="smollm2-135m": tiny)
+    monkeypatch.setattr(pb, "_installed", lambda: True)
+    monkeypatch.setitem(pb.QUICK, "contexts", 8)
+    with kit.mutated(m):
+        ev = pb.pb17(Context())
+    assert ev.status == "FAILS"
+    newly = {x.key for x in ev.failed} - {x.key for x in evidence.failed}
+    for K in pb.QUICK["Ks"]:  # the routine now equals the in-sample recomputation, not the direct
+        assert {f"crossfit_vs_direct_K{K}", f"crossfit_control_in_sample_K{K}"} == newly
