@@ -4,7 +4,7 @@
     python benchmarks/measure.py --per-sequence [--tiny] [--threads T] [--repeat R]
 
 ``--per-sequence`` (issue 24, item 7) times PB15 ``--quick``'s SmolLM2 measurement — n = 64,
-16 windows of the stored study's text (``pb15_measured_lm._smollm2``, seed 0) — in one process
+16 windows of the stored study's text (``pb20_like_for_like._smollm2``, seed 0) — in one process
 that loads the model once: (i) one plain forward + backward of Σ p* over the 16 windows in one
 batch (eager attention, as measured; p* from the last position's logits only, parameters frozen,
 gradient to the input embeddings), also with sdpa attention for reference; (ii) the per-window
@@ -164,7 +164,7 @@ def per_sequence(args) -> dict:
     torch.set_num_threads(args.threads)
     from posflow.simulate.models.profiles_bootstrap import measure_per_sequence
 
-    n, N = 64, 16  # PB15 --quick's SmolLM2 size (pb15_measured_lm.SMOLLM2_QUICK)
+    n, N = 64, 16  # PB15 --quick's SmolLM2 size (pb20_like_for_like.SMOLLM2_QUICK)
     load0 = os.getloadavg()
     loads = []
     for attention in ("eager", "sdpa", "eager"):  # does a second call reload the checkpoint?

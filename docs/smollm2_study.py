@@ -14,7 +14,8 @@ follow; Gemma's own convention), "none" cuts windows from the token stream (Smol
 tokenizer adds nothing); the default is the model's own (``study.BOS``), and whether a sink
 forms on token 0 depends on it. Each finished n is written at once to the model's store
 (``study.STORES``, package data read by PB15 and PB17; another convention is stored beside
-it), so a killed run resumes with the lengths it has not done. ``--force`` redoes them all.
+it), so a killed run resumes with the lengths it has not done. ``--force`` redoes them all,
+``--redo`` only the lengths of ``--n``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--redo", action="store_true",
+                    help="measure the lengths of --n again, keeping the other stored lengths")
     ap.add_argument("--table", action="store_true", help="print the stored study as Markdown")
     args = ap.parse_args(argv)
     from posflow.simulate.models.study import BOS
@@ -99,6 +102,9 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     store = json.loads(OUT.read_text()) if OUT.exists() and not args.force else {"runs": {}}
+    if args.redo:  # the listed lengths again; the others stay as stored
+        for n in args.n:
+            store["runs"].pop(str(n), None)
     model, _, tok = load_pretrained(args.model, attention="eager")
     tokens = np.asarray(tok(english_text(), add_special_tokens=False)["input_ids"])
     spec = KNOWN_MODELS[args.model]

@@ -1,4 +1,4 @@
-"""Claim PB15 (the quick preset is swapped for the tiny one where a model is trained): the
+"""Claim PB20 (the quick preset is swapped for the tiny one where a model is trained): the
 cross-fitted verdict rule (pb15_crossfit) and the reported in-sample rule (pb15_insample) on
 hand-made replicates, the independent reference of crossfit and the mutant it kills, the
 subjects, the check end to end and the stored study it shows. The profiles pipeline itself is
@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from posflow.proofs_checks.claims import pb15_measured_lm as P
-from posflow.proofs_checks.claims import pb15_measured_lm as models_claims
 from posflow.proofs_checks.claims import pb15_study as S
+from posflow.proofs_checks.claims import pb20_like_for_like as P
+from posflow.proofs_checks.claims import pb20_like_for_like as models_claims
 from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE
 from posflow.proofs_checks.kit._registry import Context, get_claim
 from posflow.simulate.models import train as T
@@ -29,8 +29,8 @@ def tiny_quick(monkeypatch, tmp_path):
 
 
 def test_claims_are_registered_with_honest_tags():
-    assert get_claim("PB15").check is models_claims.pb15 is P.pb15
-    assert get_claim("PB15").source == "[A, ours]"
+    assert get_claim("PB20").check is models_claims.pb20 is P.pb20
+    assert get_claim("PB20").source == "[ours]"
 
 
 # -- PB15: the verdict rule ---------------------------------------------------------------------
@@ -112,7 +112,7 @@ def test_the_library_reference_agrees_with_crossfit_and_kills_an_in_sample_fit()
     data = _windows()
     prof, metric, resid, missed = library_reference(data, crossfit(data))
     assert prof < 1e-13 and metric < 1e-13 and resid < 1e-8 and missed == 0
-    (m,) = [m for m in kit.mutants_of("PB15") if m.name == "crossfit-in-sample"]
+    (m,) = [m for m in kit.mutants_of("PB20") if m.name == "crossfit-in-sample"]
     with kit.mutated(m):
         cf = crossfit(data)
     assert library_reference(data, cf)[2] > 1e-3  # α fitted on the scoring half: seen
@@ -128,13 +128,17 @@ def test_the_mlp_variant_is_reported_only_when_measured():
     sub = SimpleNamespace(tag="m", name="model")
     perm = np.array([1, 2, 0])
     _, tables, fig, decs, _ = crossfit_evidence(sub, data, perm, 0.99, 0, what, 1e-12)
-    assert [t.key for t in tables] == ["m.crossfit", "m.crossfit_differences"]
+    assert [t.key for t in tables] == ["m.crossfit", "m.crossfit_alpha", "m.crossfit_differences"]
+    alpha = {r[0]: r for r in tables[1].rows}  # every rollout's verdict, α and its interval
+    assert set(alpha) == {"b", "b_param", "d", "e"}
+    for r in alpha.values():
+        assert r[4] <= r[3] <= r[5] and r[6] == ("yes" if r[4] <= 1 <= r[5] else "no")
     assert len(decs) == 5 and fig.name == "pb15_m_crossfit"
     data.lambdas_mlp = np.clip(data.lambdas * 0.7, 0, 1)  # λ with the MLP update counted
     _, tables, *_ = crossfit_evidence(sub, data, perm, 0.99, 0, what, 1e-12)
     keys = [t.key for t in tables]
-    assert keys[2:] == ["m.crossfit_mlp", "m.crossfit_mlp_differences"]
-    mlp, base = tables[2].rows, tables[0].rows
+    assert keys[3:] == ["m.crossfit_mlp", "m.crossfit_mlp_differences"]
+    mlp, base = tables[3].rows, tables[0].rows
     assert [r[0] for r in mlp] == [r[0] for r in base] and mlp[0][3] != base[0][3]
 
 
@@ -207,7 +211,7 @@ def test_gemma3_is_measured_at_full_size_only_when_installed(monkeypatch):
 def test_pb15_verdict_follows_the_intervals(tiny_quick):
     from posflow.proofs_checks.claims.pb15_crossfit import CANDIDATES, CF_RIVALS
 
-    ev = models_claims.pb15(Context())
+    ev = models_claims.pb20(Context())
     rows = ev.table("toy.crossfit_differences").rows
     assert {(r[0], r[1]) for r in rows} == {(x, y) for x in CANDIDATES for y in CF_RIVALS}
     status = {}
@@ -269,7 +273,7 @@ def test_without_torch_pb15_is_inconclusive(monkeypatch):
     from posflow.proofs_checks import kit
 
     monkeypatch.setattr(kit, "optional_torch", lambda: None)
-    for check in (models_claims.pb15,):
+    for check in (models_claims.pb20,):
         ev = check(Context())
         assert ev.status == INCONCLUSIVE and "torch" in ev.summary
 
@@ -334,7 +338,7 @@ def test_a_missing_study_makes_pb15_fail_naming_its_path(tiny_quick, monkeypatch
     f = tiny_quick / "missing.json"
     monkeypatch.setattr(R, "study_file", lambda model="smollm2-135m": f)
     monkeypatch.setattr(P, "_smollm2_installed", lambda: False)
-    ev = P.pb15(Context())
+    ev = P.pb20(Context())
     assert ev.status == FAILS and ev["stored_study_readable"].passed is False
     assert str(f) in ev["stored_study_readable"].label
     for key in ("decision_control_past_bound", "decision_control_straddling",
@@ -355,7 +359,7 @@ def test_the_decision_controls_reject_wrong_replicates_and_kill_a_loosened_judge
     assert R.rival_decision("x", d + 0.2, 0.99, 0.0).decision == INCONCLUSIVE
     assert R.rival_decision("x", d + 1.0, 0.99, 0.0).decision == FAILS
     assert all(m.passed for m in R.decision_controls(d, 0.99, 0.0))
-    (m,) = [m for m in kit.mutants_of("PB15") if m.name == "decide-on-point-estimate"]
+    (m,) = [m for m in kit.mutants_of("PB20") if m.name == "decide-on-point-estimate"]
     with kit.mutated(m):
         assert not all(c.passed for c in R.decision_controls(d, 0.99, 0.0))
 
@@ -376,3 +380,16 @@ def test_the_stored_study_matches_its_reference():
                                     {**vals, k: vals[k] * 1.001 + 1e-3}, "quick", R.STUDY_TOL,
                                     R.STUDY_REASON, "study")  # fmt: skip
     assert bad[0].passed is False
+
+
+def test_each_models_family_is_its_own(monkeypatch):
+    """Installing or removing another model moves no model's Bonferroni family (issue 41)."""
+    from posflow.proofs_checks.claims.pb15_crossfit import CANDIDATES, CF_RIVALS
+
+    base = P.families()
+    assert base == (len(S.RIVALS), len(CANDIDATES) * len(CF_RIVALS))
+    for smollm2 in (True, False):
+        monkeypatch.setattr(P, "_smollm2_installed", lambda s=smollm2: s)
+        for full in (False, True):
+            assert len(P.subjects(Context(size="full" if full else "quick"))) >= 1
+            assert P.families() == base

@@ -17,7 +17,8 @@ def test_the_packaged_lock_parses_and_names_only_registered_claims_with_reasons(
     assert set(exps) <= ids, set(exps) - ids
     for e in exps.values():
         assert e.quick in kit.STATUSES and e.full in kit.STATUSES
-        assert (e.quick, e.full) != ("HOLDS", "HOLDS"), f"{e.id}: a HOLDS needs no line"
+        assert (e.quick, e.full) != ("HOLDS", "HOLDS") or e.scope, (
+            f"{e.id}: a HOLDS needs no line unless it records the scope of an empirical verdict")
         assert e.reason.strip(), e.id
 
 
@@ -93,3 +94,13 @@ def test_the_report_shows_the_expectation(tmp_path, monkeypatch):
     assert "Verdict lock: 1 differs from expected.toml (PB2)" in text
     assert "≠ FAILS (regression)" in text and "a recorded reason" in text
     assert "a recorded reason" in (tmp_path / "index.html").read_text(encoding="utf-8")
+
+
+def test_an_entry_states_its_scope():
+    from posflow.proofs_checks.kit._lock import _parse, expectations
+
+    got = _parse({"PB99": {"verdict": "INCONCLUSIVE", "reason": "r", "scope": "toy, n = 64"}}, "t")
+    assert got["PB99"].scope == "toy, n = 64"
+    with pytest.raises(ValueError, match="scope must be a string"):
+        _parse({"PB99": {"scope": 3}}, "t")
+    assert "n = 256" in expectations()["PB15"].scope  # the locked [A] verdict names its setting

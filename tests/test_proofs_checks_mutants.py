@@ -28,13 +28,13 @@ def test_mutants_cover_the_breaks_the_issue_names():
 def test_mutant_is_killed(cid, name, monkeypatch):
     claim = get_claim(cid)
     base = _baseline(cid)
-    if cid in ("PB15", "PB19"):
+    if cid in ("PB15", "PB19", "PB20"):
         # PB15's and PB19's SmolLM2 sub-verdicts run the same routines as their toy LM (the
         # unmutated run above measures both); under a mutant only the toy is re-measured, to
         # keep the suite inside its time budget. The kill must then come from a toy comparison.
-        from posflow.proofs_checks.claims import pb15_measured_lm, pb19_layerwise
+        from posflow.proofs_checks.claims import pb19_layerwise, pb20_like_for_like
 
-        module = pb15_measured_lm if cid == "PB15" else pb19_layerwise
+        module = pb19_layerwise if cid == "PB19" else pb20_like_for_like  # PB15 reads PB20's
         monkeypatch.setattr(module, "_smollm2_installed", lambda: False)
     assert base.status != "ERROR", base.error
     (m,) = [m for m in mut.mutants_of(cid) if m.name == name]

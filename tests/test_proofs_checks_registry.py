@@ -1,6 +1,7 @@
 """The registry, the report and `posflow verify` (exit codes, JSON shape, report files)."""
 
 import json
+import re
 
 import pytest
 
@@ -204,3 +205,15 @@ def test_results_frame_refuses_what_is_not_results_and_names_pandas(tmp_path, mo
     monkeypatch.setitem(__import__("sys").modules, "pandas", None)  # import pandas now fails
     with pytest.raises(ImportError, match=r"pip install pandas"):
         registry.Results().to_dataframe()
+
+
+def test_a_claim_has_one_source():
+    """A claim is a paper's, as the paper states it, or posflow's own — never both."""
+    from posflow.proofs_checks.kit import all_claims, register
+
+    assert all(re.fullmatch(r"\[(A|B|W|D|ours|convention)\]", c.source) for c in all_claims())
+    for bad in ("[A, ours]", "[A, D]", "A", "[X]"):
+        with pytest.raises(ValueError, match="source of ZZ1 must be one tag"):
+            register("ZZ1", bad, "a statement")
+    with pytest.raises(TypeError, match="basis"):
+        register("ZZ1", "[A]", "a statement", basis=3)

@@ -192,10 +192,12 @@ _CITES = (
 
 @register(
     "PB4",
-    "[A, D]",
+    "[A]",
     "no collapse when Σλ_t δ_t < ∞ (e.g. λ_t = λ0/(t+1)^β, β > 1): inf_T min_i P_ii > 0",
     assumptions=("Σ λ_t δ_t < ∞", "λ_t δ_t < 1"),
     compares=_CITES,
+    basis="[A]'s dichotomy, one direction; the theorem's text was not available, so the statement "
+    "is reconstructed from [A]'s definitions and abstract ([D])",
 )
 @quiet
 def pb4(ctx: Context) -> Evidence:

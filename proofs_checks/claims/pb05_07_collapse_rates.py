@@ -226,11 +226,14 @@ _PB5_CITES = (
 
 @register(
     "PB5",
-    "[A, W, D]",
+    "[A]",
     "collapse onto token 0 when Σλ_t = ∞ and A_t[i,0] ≥ ε: 1 − P[i,0] ≤ exp(−ε Σλ_t); "
     "exponential rate for constant λ, polynomial T^{−ελ0} for λ_t = λ0/(t+1)",
     assumptions=("A_t[i,0] ≥ ε > 0 for every i, t",),
     compares=_PB5_CITES,
+    basis="[A]'s dichotomy, the collapse direction with residuals; Wu et al. [W] prove the "
+    "attention-only case λ ≡ 1 (PB7); the bound and its rates are reconstructed from [A]'s "
+    "definitions ([D]): the theorem's text was not available",
 )
 @quiet
 def pb5(ctx: Context) -> Evidence:

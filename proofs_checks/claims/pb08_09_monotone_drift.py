@@ -84,11 +84,13 @@ _PB8_CITES = (
 
 @register(
     "PB8",
-    "[A, D]",
+    "[A]",
     "ALiBi+content kernels are stochastically monotone for all m ≥ 0, "
     "c ∈ ℝ; head averages, residual mixing and products preserve it",
     assumptions=("slopes m ≥ 0",),
     compares=_PB8_CITES,
+    basis="[A]'s monotonicity of its kernels, reconstructed from its definitions ([D]): the "
+    "lemma's text was not available",
 )
 def pb8(ctx: Context) -> Evidence:
     """Claim PB8: the CDF deficit of ALiBi+content kernels, head averages and rollouts is 0.
@@ -293,12 +295,14 @@ _PB9_CITES = (
 
 @register(
     "PB9",
-    "[A, D]",
+    "[A]",
     "the four forces as drift terms: μ(i) = Σ_j A_ij (i−j); uniform i/2; "
     "residual scales by λ; ALiBi μ → 1/(e^m − 1); content μ_∞(m,c), c > 0 shrinks it; "
     "background b has no effect",
     assumptions=("causal kernels",),
     compares=_PB9_CITES,
+    basis="[A]'s four forces (causal mask, residual, ALiBi, content), written as drift terms "
+    "reconstructed from its definitions ([D])",
 )
 def pb9(ctx: Context) -> Evidence:
     """Claim PB9: the four forces as drift terms, symbolically and numerically.

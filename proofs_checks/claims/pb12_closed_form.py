@@ -205,12 +205,13 @@ _CITES = (
 
 @register(
     "PB12",
-    "[D, ours]",
+    "[ours]",
     "closed form for the uniform kernel: p(j) = C(n−1,j) E[X^j "
     "(1−X)^{n−1−j}], X = ∏X_t; n → ∞ limit: atom ∏(1−λ_t) at 1 plus density "
     "Σ_k Pr(K=k)(−ln x)^{k−1}/(k−1)!",
     assumptions=("uniform causal kernel",),
     compares=_CITES,
+    basis="derived here ([D]) for [A]'s rollout through the uniform causal kernel",
 )
 def pb12(ctx: Context) -> Evidence:
     """Claim PB12: the Hausdorff closed form of the uniform-kernel rollout and its limit law.

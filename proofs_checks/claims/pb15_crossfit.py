@@ -144,19 +144,37 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
     dec, status, best = _judged(cf, level, -rounding)
     why = fp_tol(0.0, f"the bound −{rounding:.2g} = −4(L n² + n)ε is the float64 rounding of a "
                  "W1 difference: a smaller gap is no gap")  # fmt: skip
-    ms = [info(f"{tag}.crossfit.best", f"{best}: {what(best)} ({status[best]})",
-               label=f"{name}: the rollout judged (the best status, then the least W1)")]
+    every = ", ".join(f"{x} {st}" for x, st in status.items())
+    ms = [info(f"{tag}.crossfit.best", f"{best}: {what(best)} ({status[best]}); every rollout: "
+               f"{every}", label=f"{name}: the rollout judged (the best status, then the least "
+               "W1; the family counts every rollout's comparisons)")]  # fmt: skip
     for d in dec[best]:
         key = f"{tag}.crossfit.w1_best_minus_{d.label}"
-        label = (f"{name}: upper end of the {100 * level:.3g}% jackknife interval of the "
-                 f"cross-fitted W1({best}) − W1({d.label}: {what(d.label)}), one parameter each")
+        label = (
+            f"{name}: upper end of the {100 * level:.3g}% jackknife interval of the "
+            f"cross-fitted W1({best}) − W1({d.label}: {what(d.label)}), one parameter each"
+        )
         if d.decision == INCONCLUSIVE:
             ms.append(undecided(key, d.hi, f"the interval [{d.lo:.3g}, {d.hi:.3g}] contains 0: "
                                 f"{N} windows cannot tell them apart", label=label))  # fmt: skip
         else:
             ms.append(at_most(key, d.hi, -rounding, why, label=label))
-    ms += [info(f"{tag}.crossfit.verdict_{x}", s, label=f"{name}: {x} against every rival")
-           for x, s in status.items()]  # fmt: skip
+    for x, s in status.items():  # every candidate's verdict, with its fitted α and interval
+        a, _, lo, hi = cf.interval("param", CANDIDATES[x], level)
+        inside = lo <= 1.0 <= hi
+        ms += [info(f"{tag}.crossfit.verdict_{x}", f"{s}; α = {a:.3g} [{lo:.3g}, {hi:.3g}]",
+                    label=f"{name}: {x} against every rival; its fitted α (mean of the two "
+                    f"directions, {100 * level:.4g}% jackknife interval)"),
+               info(f"{tag}.crossfit.alpha_{x}", a, label=f"{name}: fitted α of {x}"),
+               info(f"{tag}.crossfit.alpha_one_{x}",
+                    "α = 1 inside: [A]'s measured λ is a consistent scale" if inside else
+                    "α = 1 outside: [A]'s measured λ is not the scale that fits",
+                    label=f"{name}: does the {100 * level:.4g}% interval of {x}'s α contain 1 "
+                    f"([A]'s rollout as defined)?")]  # fmt: skip
+    alphas = []
+    for x in status:
+        a, _, lo, hi = cf.interval("param", CANDIDATES[x], level)
+        alphas.append([x, what(x), status[x], a, lo, hi, "yes" if lo <= 1.0 <= hi else "no"])
     prof, metric, resid, missed = library_reference(data, cf)
     tol = 16 * L * n * n * _EPS
     ms += [
@@ -182,6 +200,10 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
               f"one half of the N = {N} windows and scored on the other, both directions "
               f"averaged (jackknife {100 * REPORT_LEVEL:g}% t intervals, windows H₁ | H₂: "
               f"{halves})", _COLUMNS, _rows(cf, what)),
+        Table(f"{tag}.crossfit_alpha", f"{name}: every rollout's verdict against every rival, "
+              f"and its fitted α (mean of the two directions) with its {100 * level:.4g}% "
+              "jackknife interval: is α = 1, [A]'s rollout as defined, inside it?",
+              ["rollout", "what", "verdict", "α", "lo", "hi", "α = 1 inside"], alphas),
         Table(f"{tag}.crossfit_differences", f"{name}: cross-fitted W1(rollout) − W1(rival), "
               f"{100 * level:.3g}% jackknife t intervals (Bonferroni over every rollout, rival "
               "and model)", ["rollout", "rival", "W1 difference", "lo", "hi", "beats it"], diff),

@@ -6,7 +6,7 @@ recomputations and the regression against stored reference values (claim PB15).
 - :func:`rival_decision` is PB15's judge of one rival (its percentile interval decided by
   ``kit.decide``); :func:`decision_controls` runs it on replicates wrong by construction.
 - :func:`regression` compares every reported number with ``references/pb15.json``, written
-  by ``python -m posflow.proofs_checks.claims.pb15_measured_lm`` (quick; the stored study
+  by ``python -m posflow.proofs_checks.claims.pb20_like_for_like`` (quick; the stored study
   always, each live model under its identity: the toy LM's cache file name (its config,
   Python, torch, training code) and the sha256 of its weights — training is not
   bit-reproducible, so a retrained toy LM (a fresh cache, as in CI) is reported as not
@@ -179,7 +179,7 @@ def regression_measurements(part: str, identity: str, values: dict, size: str, t
                                        REFERENCE, floor, names, tag)
 
 
-# -- mutant wrappers (registered in pb15_measured_lm) ---------------------------------------
+# -- mutant wrappers (registered in pb20_like_for_like) ---------------------------------------
 def residual_dropped(original):
     @functools.wraps(original)
     def step(self, p, lam):

@@ -3,7 +3,7 @@
 PB16 is a convention of this code: λ_t = per-token ‖a_t‖/(‖x_t‖ + ‖a_t‖), averaged over positions
 then sequences, as measured by :func:`posflow.simulate.models.measure.mixing_coefficients`, lies
 in (0, 1) and equals explicit matrix algebra on the weights (posflow's LM and GPT-2). The λ_t hook
-mutants are shared with PB15 (:mod:`posflow.proofs_checks.claims.pb15_measured_lm`), which
+mutants are shared with PB15 (:mod:`posflow.proofs_checks.claims.pb20_like_for_like`), which
 measures through the same hook.
 
 torch is imported inside the check (``kit.optional_torch``, looked up at call time); without it
@@ -296,7 +296,7 @@ def _ratio_of_means(original):
     return attn_out
 
 
-add_mutant(("PB15", "PB16"), "norms-swapped", _ATTN_OUT, _norms_swapped,
+add_mutant(("PB20", "PB16"), "norms-swapped", _ATTN_OUT, _norms_swapped,
            "λ_t measured as ‖x_t‖/(‖x_t‖ + ‖a_t‖): the two norms swapped")  # fmt: skip
 add_mutant("PB16", "ratio-of-means", _ATTN_OUT, _ratio_of_means,
            "positions averaged before the ratio: mean‖a‖/(mean‖x‖ + mean‖a‖)")  # fmt: skip

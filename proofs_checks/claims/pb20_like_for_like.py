@@ -1,31 +1,29 @@
-"""Claim PB15 of [A], restated (issue 12): does the residual-aware rollout predict a measured model?
+"""Claim PB20 (posflow's own, issue 41): like for like, which rollout predicts a measured model?
 
-For each measured model (posflow's trained toy ALiBi LM, and SmolLM2-135M when
-``posflow models install smollm2-135m`` has put it in the user cache) the check measures, one
-held-out sequence at a time, the head-averaged attention A_t, λ_t, [A]'s content c_{t,h}, the
-value-norm weights and the gradient influence ‖∂p*/∂e_j‖
-(:func:`posflow.simulate.models.measure.measure`), and compares the measured influence profile
-p̂ (normalised mean over sequences) with
+PB15 judges [A]'s claim as published (α = 1, [A]'s kernels, against attention-only); this claim
+is posflow's extension of it. For each measured model (posflow's trained toy ALiBi LM, and
+SmolLM2-135M when ``posflow models install smollm2-135m`` has put it in the user cache; Gemma 3
+270M at --full) the check reads the shared measurement of the model
+(:func:`posflow.simulate.models.subjects.measured`: head-averaged attention A_t, λ_t, [A]'s
+content c_{t,h}, value-norm weights and gradient influence ‖∂p*/∂e_j‖ of each window alone) and
+compares the measured influence profile p̂ with the rollouts (a) attention only, (b) measured
+kernels, (c) [A]'s ALiBi + content kernels, (d) value-norm and (e) sink-aware kernels
+(:mod:`posflow.simulate.models.sinks`) and four nulls (:mod:`posflow.simulate.nulls`: geometric
+recency and a linear ramp fitted to the mean position, the rollout through *uniform* kernels,
+λ_t moved to other layers).
 
-* (a) the attention-only rollout (λ ≡ 1) and (b) the residual-aware rollout (measured λ_t), both
-  through the measured kernels; reported, not judged: (c) the same two through [A]'s parametric
-  ALiBi + content kernels, (d) the residual-aware rollout through value-norm kernels and (e)
-  through the sink-aware kernels (:mod:`posflow.simulate.models.sinks`);
-* four nulls (:mod:`posflow.simulate.nulls`): geometric recency and a linear ramp fitted to the
-  measured mean position, the rollout with measured λ_t through *uniform* kernels, and the
-  rollout with the measured λ_t moved to other layers (a seeded derangement).
-
-Verdict (issue 24, like for like; :mod:`.pb15_crossfit`): every predictor gets one fitted
-parameter — the rollouts λ_t → clip(α λ_t) ((a): a constant λ ≡ α), the geometric and linear
-nulls their ratio and slope — fitted on one half of the windows and scored on the other, both
-directions averaged (:mod:`posflow.simulate.models.crossfit`). PB15 HOLDS for a model when some
-residual-aware rollout ((b), (c), (d) or (e)) has the delete-one-window jackknife interval of
-W1(rollout) − W1(rival) below 0 for every rival ((a) and the four nulls), family-wise 5 %
-(Bonferroni over rollouts × rivals × models); it FAILS when every rollout is beaten by a rival
-(an interval at or above 0), else it is INCONCLUSIVE. The earlier comparison — (b) with no
-fitted parameter against nulls fitted to the measured mean, all scored in sample, percentile
-bootstrap over sequences (:mod:`posflow.simulate.models.profiles_bootstrap`) — is reported beside
-it, not judged. The tables and figures are assembled in ``pb15_study`` and ``pb15_crossfit``.
+Verdict (like for like; :mod:`.pb15_crossfit`): every predictor gets one fitted parameter — the
+rollouts λ_t → clip(α λ_t) ((a): a constant λ ≡ α), the geometric and linear nulls their ratio
+and slope — fitted on one half of the windows and scored on the other, both directions averaged
+(:mod:`posflow.simulate.models.crossfit`). Each rollout gets its own verdict against every rival
+((a) and the four nulls): the delete-one-window jackknife interval of W1(rollout) − W1(rival)
+below 0 for all of them, family-wise 5 % over the model's own rollouts × rivals (Bonferroni; a
+model's family never depends on which other models are installed), with its fitted α and the
+α's jackknife interval — and whether α = 1, [A]'s rollout as defined, lies inside it. A model
+HOLDS when some rollout beats every rival (the family counts every rollout's comparisons, so the
+choice of the best is covered), FAILS when every rollout is beaten by a rival, else it is
+INCONCLUSIVE. The in-sample comparison of issue 12 is reported beside it, not judged. The tables
+and figures are assembled in ``pb15_study`` and ``pb15_crossfit``.
 """
 
 from __future__ import annotations
@@ -56,6 +54,7 @@ from posflow.proofs_checks.claims.pb15_study import (
 from posflow.proofs_checks.kit import (
     Context,
     Evidence,
+    Scope,
     add_mutant,
     cite,
     combine,
@@ -64,16 +63,18 @@ from posflow.proofs_checks.kit import (
     register,
     store_reference,
 )
-from posflow.simulate.models.profiles_bootstrap import bootstrap, measure_per_sequence
+from posflow.simulate.models.profiles_bootstrap import bootstrap
 from posflow.simulate.models.subjects import (
     Subject,
     gemma3_windows,
     installed,
+    measured,
+    scope_of,
     smollm2_windows,
     toy_windows,
 )
 
-__all__ = ["pb15"]
+__all__ = ["pb20", "subjects"]
 
 ALPHA = 0.05  # family-wise level of the verdict
 
@@ -123,10 +124,11 @@ def subjects(ctx: Context) -> list[Subject]:
 
 def _model_evidence(sub: Subject, ctx: Context, family: int, cf_family: int):
     """Measure one model; judge the cross-fitted comparison; bootstrap the in-sample one."""
-    model, ids, note = sub.load()
-    data = measure_per_sequence(model, ids, lambdas_mlp=True)
-    plain = [R.influence_vs_plain(sub.tag, sub.name, model, ids[0], data.influence[0]),
-             *R.lambdas_vs_plain(sub.tag, sub.name, model, ids[0], data.lambdas[0])]
+    model, ids, note, data = measured(sub)  # one measurement per model, shared with PB15
+    plain = [
+        R.influence_vs_plain(sub.tag, sub.name, model, ids[0], data.influence[0]),
+        *R.lambdas_vs_plain(sub.tag, sub.name, model, ids[0], data.lambdas[0]),
+    ]
     N, L = data.lambdas.shape
     n = data.influence.shape[1]
     bs = by_evidence_key(bootstrap(data, sub.bootstrap, ctx.seed))
@@ -143,7 +145,18 @@ def _model_evidence(sub: Subject, ctx: Context, family: int, cf_family: int):
                                       diff_rows)]  # fmt: skip
     ctl = ((bs.w1["b"] - bs.w1["a"], level, -rounding(L, n)), (cctl, cf_level, -rounding(L, n)))
     figs = [model_figure(sub.tag, bs, level, diff_rows, note), cfig]
-    return ms, tables, figs, note, ctl
+    scope = Scope(
+        **scope_of(
+            sub.tag,
+            n,
+            f"{N} windows",
+            seeds=ctx.seed,
+            split="one seeded random split into halves, both directions",
+        )
+    )
+    ms.insert(1, info(f"{sub.tag}.scope", scope.line(), label=f"{sub.name}: the sub-verdict's "
+                      "scope"))  # fmt: skip
+    return ms, tables, figs, note, ctl, scope
 
 
 _CITES = (
@@ -171,8 +184,8 @@ _CITES = (
 
 
 @register(
-    "PB15",
-    "[A, ours]",
+    "PB20",
+    "[ours]",
     "on a measured causal LM within its training context, a residual-aware rollout (measured "
     "λ_t, scaled by one fitted α as clip(α λ_t), through the measured head-averaged kernels (b), "
     "[A]'s ALiBi + content kernels (c), value-norm (d) or sink-aware kernels (e)) predicts the "
@@ -182,7 +195,8 @@ _CITES = (
     "kernels, and the rollout with λ_t moved to other layers — every parameter fitted on one "
     "half of the windows and scored on the other (cross-fitting, both directions averaged; "
     "delete-one-window jackknife t interval of W1(rollout) − W1(rival) below 0 for every rival, "
-    "family-wise 5 %, Bonferroni over rollouts × rivals × models)",
+    "family-wise 5 %, Bonferroni over the model's own rollouts × rivals); every rollout's verdict "
+    "and fitted α with its interval are reported",
     assumptions=(
         "a causal LM trained locally (posflow's ALiBi LM on the standard library), and "
         "SmolLM2-135M when installed (each model gets its own sub-verdict)",
@@ -191,8 +205,8 @@ _CITES = (
     ),
     compares=_CITES,
 )
-def pb15(ctx: Context) -> Evidence:
-    """Claim PB15: per model, the cross-fitted rollouts against (a) and the nulls with one
+def pb20(ctx: Context) -> Evidence:
+    """Claim PB20: per model, the cross-fitted rollouts against (a) and the nulls with one
     parameter each (``crossfit``, recomputed by the library; the judge ``jackknife_interval``
     written out; ``kit.decide`` at the Bonferroni level); the measured influence against plain
     torch autograd (``measure``); the in-sample comparison of issue 12 reported beside it
@@ -204,14 +218,17 @@ def pb15(ctx: Context) -> Evidence:
     number."""
     if kit.optional_torch() is None:
         return kit.no_torch()
-    ms, tables, figs, notes, family, parts, ctl, extra = _collect(ctx)
+    ms, tables, figs, notes, family, parts, ctl, extra, scopes = _collect(ctx)
     ms += R.decision_controls(*ctl[0]) + jackknife_controls(*ctl[1])
     for part, (identity, values) in parts.items():
         study = part in R.STUDIES
         tol, why, floor = ((R.STUDY_TOL, R.STUDY_REASON, 1e-2) if study
                            else (R.LIVE_TOL, R.LIVE_REASON, R.LIVE_FLOOR))  # fmt: skip
-        what = "every number of the stored study's tables" if study else (
-            f"every number PB15 reports of {part} (measurements and tables)")
+        what = (
+            "every number of the stored study's tables"
+            if study
+            else (f"every number PB15 reports of {part} (measurements and tables)")
+        )
         rest = None if study else (lambda k: not R.fitted(k))  # fitted parameters: apart
         ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what, floor,
                                         names=rest)  # fmt: skip
@@ -235,6 +252,7 @@ def pb15(ctx: Context) -> Evidence:
         f"{100 * ALPHA:g}% (each interval {100 * (1 - family_level(ALPHA, bs_family)):.3g}%)."
         + extra,
         absent=() if _smollm2_installed() else ("smollm2-135m",),
+        scopes=scopes,
     )
 
 
@@ -243,11 +261,10 @@ def _collect(ctx: Context):
     from posflow.proofs_checks.claims.pb15_study import study_evidence
 
     subs = subjects(ctx)
-    family = len(RIVALS) * len(subs)
-    cf_family = len(CANDIDATES) * len(CF_RIVALS) * len(subs)
-    ms, tables, figs, notes, parts, ctl = [], [], [], [], {}, None
+    family, cf_family = families()
+    ms, tables, figs, notes, parts, ctl, scopes = [], [], [], [], {}, None, {}
     for sub in subs:
-        m, t, f, note, c = _model_evidence(sub, ctx, family, cf_family)
+        m, t, f, note, c, scopes[sub.tag] = _model_evidence(sub, ctx, family, cf_family)
         ident = f"{note}; seed {ctx.seed}; {cf_family} comparisons (Bonferroni)"
         parts[sub.tag] = (ident, R.flatten(m, t))
         ms += m
@@ -266,7 +283,13 @@ def _collect(ctx: Context):
             tables += t
             figs += f
             extra += " " + more
-    return ms, tables, figs, notes, (cf_family, family), parts, ctl, extra
+    return ms, tables, figs, notes, (cf_family, family), parts, ctl, extra, scopes
+
+
+def families() -> tuple[int, int]:
+    """(in-sample family, cross-fitted family): each model's own comparisons only — rivals of
+    (b); rollouts × rivals — so installing or removing another model moves no sub-verdict."""
+    return len(RIVALS), len(CANDIDATES) * len(CF_RIVALS)
 
 
 def parts(ctx: Context) -> dict:
@@ -278,28 +301,41 @@ def parts(ctx: Context) -> dict:
 
 
 # fmt: off
-add_mutant("PB15", "transposed-measured-kernel", kit.DENSE_APPLY, kit.transposed_dense_apply,
+add_mutant("PB20", "transposed-measured-kernel", kit.DENSE_APPLY, kit.transposed_dense_apply,
            "the rollout through a measured kernel applies Aᵀ instead of A (p Aᵀ)")
-add_mutant("PB15", "residual-dropped", kit.RESIDUAL_STEP, R.residual_dropped,
+add_mutant("PB20", "residual-dropped", kit.RESIDUAL_STEP, R.residual_dropped,
            "the rollout step drops the residual mixing: p ↦ p A whatever λ_t")
-add_mutant("PB15", "influence-is-attention", "posflow.simulate.models.measure:measure",
+add_mutant("PB20", "influence-is-attention", "posflow.simulate.models.measure:measure",
            R.influence_is_attention,
            "the gradient-influence measurement returns the attention-rollout profile")
 # fmt: on
-add_mutant("PB15", "rollout-float32", "posflow.simulate.rollout:influence", R.influence_float32,
-           "the library rollout's profile rounded to float32")
-add_mutant("PB15", "decide-on-point-estimate",
-           "posflow.proofs_checks.claims.pb15_refs:rival_decision", R.loosened_rival,
-           "the rival's interval collapsed onto its point estimate (a loosened judge)")
-add_mutant("PB15", "crossfit-in-sample", "posflow.simulate.models.crossfit:_direction",
-           R.crossfit_in_sample,
-           "cross-fitting fits every parameter on the half it then scores (in sample)")
+add_mutant(
+    "PB20",
+    "rollout-float32",
+    "posflow.simulate.rollout:influence",
+    R.influence_float32,
+    "the library rollout's profile rounded to float32",
+)
+add_mutant(
+    "PB20",
+    "decide-on-point-estimate",
+    "posflow.proofs_checks.claims.pb15_refs:rival_decision",
+    R.loosened_rival,
+    "the rival's interval collapsed onto its point estimate (a loosened judge)",
+)
+add_mutant(
+    "PB20",
+    "crossfit-in-sample",
+    "posflow.simulate.models.crossfit:_direction",
+    R.crossfit_in_sample,
+    "cross-fitting fits every parameter on the half it then scores (in sample)",
+)
 
 
 def write_reference(size: str = "quick"):
     """Add this run's parts at ``size`` to ``references/pb15.json`` (the stored study, the toy
     LM, SmolLM2 when installed; a part's entry of the same identity is replaced):
-    ``python -m posflow.proofs_checks.claims.pb15_measured_lm``. The identity names the Bonferroni
+    ``python -m posflow.proofs_checks.claims.pb20_like_for_like``. The identity names the Bonferroni
     family (the toy LM's intervals depend on whether SmolLM2 is measured) and the toy LM's
     weights (a retrained toy LM is another identity)."""
     return store_reference(R.REFERENCE, parts(Context(size=size)), size)

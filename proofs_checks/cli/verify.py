@@ -192,6 +192,8 @@ def _print_table(results, size, prov):
     for r in results:
         note = r.error or (r.evidence.summary if r.evidence else "")
         stmt = escape(r.claim.statement) + (f"\n[dim]{escape(note)}[/dim]" if note else "")
+        if r.evidence is not None and r.evidence.scopes:  # every empirical verdict's scope
+            stmt += f"\n[dim]scope: {escape(r.evidence.scope_line)}[/dim]"
         if r.expected and r.expected != "HOLDS" and r.expected_reason:
             stmt += f"\n[dim]expected {r.expected}: {escape(r.expected_reason)}[/dim]"
         exp = "= " + r.expected if r.as_expected else f"[bold red]≠ {r.expected}[/]"

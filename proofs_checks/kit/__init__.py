@@ -204,7 +204,7 @@ from posflow.proofs_checks.kit._report import (
     records,
     write_report,
 )
-from posflow.proofs_checks.kit._scope import SCOPE_FIELDS, Scope, Setting, scoped
+from posflow.proofs_checks.kit._scope import SCOPE_FIELDS, Scope, Setting, not_in_setting, scoped
 from posflow.proofs_checks.kit._stats import (
     FAMILY_LEVEL,
     FAMILY_Z,
@@ -227,6 +227,7 @@ from posflow.proofs_checks.kit._u_test import (
     U_END_MARGIN,
     U_MARGINS,
     U_MIN_DEPTH,
+    interior_depth,
     is_u,
     valley,
 )
@@ -322,6 +323,7 @@ __all__ = [
     "git_commit",
     "holds",
     "info",
+    "interior_depth",
     "is_u",
     "jackknife_controls",
     "jsonable",
@@ -340,6 +342,7 @@ __all__ = [
     "nan_max",
     "negated_result",
     "no_torch",
+    "not_in_setting",
     "optional_torch",
     "param_tol",
     "plain",

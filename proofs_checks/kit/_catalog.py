@@ -55,7 +55,8 @@ def _sources(tag: str) -> list[str]:
 def records(claims: list[Claim] | None = None) -> list[dict]:
     """One plain-data record per claim, in catalog order.
 
-    Keys: ``id``, ``source`` (e.g. ``"[A, D]"``), ``statement``, ``assumptions`` (list),
+    Keys: ``id``, ``source`` (one tag, e.g. ``"[A]"``), ``basis`` (where a reconstructed
+    statement comes from; may be empty), ``statement``, ``assumptions`` (list),
     ``relaxations`` (list of ``{"name", "drops"}``), ``mutants`` (list of names; empty while a
     claim registers none), ``compares`` (list of ``{"routine", "reference", "keys"}``: the
     routines the check compares with an independent reference), ``expected`` (``{"quick",
@@ -67,6 +68,7 @@ def records(claims: list[Claim] | None = None) -> list[dict]:
         out.append({
             "id": c.id,
             "source": c.source,
+            "basis": c.basis,
             "statement": c.statement,
             "assumptions": list(c.assumptions),
             "relaxations": [{"name": r.name, "drops": r.drops} for r in c.relaxations.values()],
@@ -80,7 +82,7 @@ def records(claims: list[Claim] | None = None) -> list[dict]:
 
 def _expected(cid: str) -> dict:
     e = expectation(cid)
-    return {"quick": e.quick, "full": e.full, "reason": e.reason}
+    return {"quick": e.quick, "full": e.full, "reason": e.reason, "scope": e.scope}
 
 
 def _verdict_line(exp: dict) -> str:
@@ -89,7 +91,8 @@ def _verdict_line(exp: dict) -> str:
         if exp["quick"] == exp["full"]
         else f"{exp['quick']} (quick), {exp['full']} (full)"
     )
-    return f"- expected verdict: {v}" + (f" — {exp['reason']}" if exp["reason"] else "")
+    return (f"- expected verdict: {v}" + (f" — {exp['reason']}" if exp["reason"] else "")
+            + (f"\n- scope of the locked verdict: {exp['scope']}" if exp.get("scope") else ""))
 
 
 def _compares_line(x: dict) -> str:
@@ -116,6 +119,8 @@ def to_markdown(recs: list[dict] | None = None) -> str:
             section = prefix
             lines += ["", f"## {_SECTIONS.get(prefix, prefix)}"]
         lines += ["", f"### {r['id']}", "", f"**{r['source']}** {r['statement']}", ""]
+        if r.get("basis"):
+            lines.append(f"- basis: {r['basis']}")
         lines.append("- assumptions: " + ("; ".join(r["assumptions"]) or "none stated"))
         if r["relaxations"]:
             lines.append("- relaxations: " + "; ".join(

@@ -8,10 +8,11 @@ expected to HOLD, the verdict it reaches and why — like pytest's ``xfail``:
     PB15 = { verdict = "FAILS", reason = "every rollout loses to geometric recency …" }
     PB17 = { verdict = "INCONCLUSIVE", full = "HOLDS", reason = "…" }
 
-Every claim not listed is expected to HOLD. ``full`` (or ``quick``) overrides the verdict for one
-size. A check whose evidence declares an optional input absent (``Evidence.absent``: torch, or a
-model that is not installed) is expected INCONCLUSIVE, or the entry's ``absent`` verdict (one
-verdict, or ``{ quick = …, full = … }``).
+Every claim not listed is expected to HOLD. ``scope`` states what an empirical verdict was
+locked on (model, precision, text, n, windows, seeds, steps). ``full`` (or ``quick``)
+overrides the verdict for one size. A check whose evidence declares an optional input absent
+(``Evidence.absent``: torch, or a model that is not installed) is expected INCONCLUSIVE, or the
+entry's ``absent`` verdict (one verdict, or ``{ quick = …, full = … }``).
 ``posflow verify`` exits 0 when every verdict equals its expectation and 1 when any differs or a
 check errors; the report shows the expectation beside each verdict.
 """
@@ -42,6 +43,9 @@ class Expectation:
     """The verdict when the evidence declares an optional input absent (quick size)."""
     absent_full: str = INCONCLUSIVE
     """The same at full size."""
+    scope: str = ""
+    """What the locked verdict of an empirical claim was obtained on (model, precision, text,
+    n, windows, seeds, steps), in one short line."""
 
     def at(self, size: str, absent=()) -> str:
         """The expected verdict at ``size`` ("quick" or "full"); the ``absent`` verdict when the
@@ -59,7 +63,7 @@ def _parse(table: dict, source: str) -> dict[str, Expectation]:
         where = f"{source}: {cid}"
         if not isinstance(entry, dict):
             raise ValueError(f"{where} must be an inline table {{ verdict = …, reason = … }}")
-        unknown = set(entry) - {"verdict", "quick", "full", "reason", "absent"}
+        unknown = set(entry) - {"verdict", "quick", "full", "reason", "absent", "scope"}
         if unknown:
             raise ValueError(f"{where} has unknown keys {sorted(unknown)}")
         verdict = entry.get("verdict", HOLDS)
@@ -78,7 +82,10 @@ def _parse(table: dict, source: str) -> dict[str, Expectation]:
         reason = entry.get("reason", "")
         if (quick != HOLDS or full != HOLDS) and not str(reason).strip():
             raise ValueError(f"{where}: an expected {quick}/{full} needs a reason")
-        out[cid] = Expectation(cid, quick, full, str(reason), absent, absent_full)
+        scope = entry.get("scope", "")
+        if not isinstance(scope, str):
+            raise ValueError(f"{where}: scope must be a string (one line); got {scope!r}")
+        out[cid] = Expectation(cid, quick, full, str(reason), absent, absent_full, scope)
     return out
 
 

@@ -90,6 +90,9 @@ class Claim:
     relaxations: dict[str, Relaxation] = field(default_factory=dict)
     compares: tuple = ()
     """The routines the check compares with an independent reference (:class:`Cite`)."""
+    basis: str = ""
+    """Where the statement comes from when it is not the source's own text (e.g. a theorem of
+    [A] reconstructed from its definitions, or another paper proving a special case)."""
 
     def relaxation(self, name: str) -> Relaxation:
         if name not in self.relaxations:
@@ -102,13 +105,22 @@ _REGISTRY: dict[str, Claim] = {}
 _PENDING_RELAXATIONS: dict[str, dict[str, Relaxation]] = {}
 
 
-def register(id: str, source: str, statement: str, assumptions=(), compares=()):
+def register(id: str, source: str, statement: str, assumptions=(), compares=(), basis: str = ""):
     """Decorator registering ``check(ctx) -> Evidence`` as the check of claim ``id``.
 
-    ``compares`` lists the routines the check compares with an independent reference
-    (:func:`~posflow.proofs_checks.kit.cite`); a run whose evidence lacks a cited comparison is
-    an ERROR.
+    ``source`` is one tag — ``"[A]"``, ``"[B]"``, ``"[W]"``, ``"[D]"``, ``"[ours]"`` or
+    ``"[convention]"``: a claim is a paper's claim as the paper states it or posflow's own,
+    never both (a paper's claim tested with posflow's extensions is two claims). ``basis`` says
+    where a statement comes from when that needs saying (a reconstruction, a special case
+    proved elsewhere). ``compares`` lists the routines the check compares with an independent
+    reference (:func:`~posflow.proofs_checks.kit.cite`); a run whose evidence lacks a cited
+    comparison is an ERROR.
     """
+    if not isinstance(source, str) or not re.fullmatch(r"\[(A|B|W|D|ours|convention)\]", source):
+        raise ValueError(f"source of {id} must be one tag such as '[A]' or '[ours]' (a claim is "
+                         f"a paper's or posflow's own, never both); got {source!r}")  # fmt: skip
+    if not isinstance(basis, str):
+        raise TypeError(f"basis of {id} must be a string; got {basis!r}")
     compares = tuple(compares)
     for c in compares:
         if not isinstance(c, Cite):
@@ -120,7 +132,8 @@ def register(id: str, source: str, statement: str, assumptions=(), compares=()):
     def deco(fn):
         if id in _REGISTRY:
             raise ValueError(f"claim {id} is registered twice")
-        _REGISTRY[id] = Claim(id, source, statement, tuple(assumptions), fn, compares=compares)
+        _REGISTRY[id] = Claim(id, source, statement, tuple(assumptions), fn, compares=compares,
+                              basis=basis)  # fmt: skip
         return fn
 
     return deco

@@ -319,8 +319,15 @@ def _view(rec: dict, out: Path) -> dict:
             [k, f"[{len(v)} values]" if isinstance(v, list) else v]
             for k, v in rec.get("measured", {}).items()],
         tables=rec.get("tables", []), summary=rec.get("summary"), error=rec.get("error"),
-        setup=rec.get("setup"), timing=rec.get("timing"),
+        setup=rec.get("setup"), timing=rec.get("timing"), scope=_scope_lines(rec),
     )  # fmt: skip
+
+
+def _scope_lines(rec: dict) -> list[str]:
+    """``"tag: scope line"`` of each sub-verdict of an empirical record (its ``scope`` field)."""
+    from posflow.proofs_checks.kit._evidence import _scopes_from_json
+
+    return [f"{t}: {sc.line()}" for t, sc in _scopes_from_json(rec.get("scope", {})).items()]
 
 
 def write_report(results, out, *, size: str, provenance: dict | None = None) -> Path:

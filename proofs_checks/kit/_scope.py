@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["SCOPE_FIELDS", "Scope", "Setting", "scoped"]
+__all__ = ["SCOPE_FIELDS", "Scope", "Setting", "not_in_setting", "scoped"]
 
 SCOPE_FIELDS = ("model", "parameters", "precision", "text", "n", "samples", "seeds", "steps")
 
 
 def _text(name: str, value) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise TypeError(f"{name} must be a string (or an integer for n); got {value!r}")
-    return str(value)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string; got {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ class Scope:
     def line(self) -> str:
         """The scope in one short line (the verify table, the report, the lock)."""
         more = "".join(f", {k} {v}" for k, v in self.extra)
-        steps = "" if self.steps == "pretrained" else f", {self.steps} steps"
+        steps = ("" if self.steps == "pretrained" else f", {self.steps} steps"
+                 if self.steps.isdigit() else f", steps: {self.steps}")  # fmt: skip
         return (f"{self.model} ({self.parameters}, {self.precision}); {self.text}; n = {self.n}; "
                 f"{self.samples}; seeds {self.seeds}{steps}{more}")  # fmt: skip
 
@@ -116,22 +117,37 @@ def scoped(measurements, scope: Scope, setting: Setting | None) -> tuple[list, l
     """The measurements of one run as evidence for a paper's claim made in ``setting``.
 
     Inside the setting (or ``setting`` None: the claim is posflow's own, or its statement covers
-    the run) the measurements are returned unchanged. Outside it, each *failing* judged test
-    measurement becomes undecided with the reason "fails at this scope (…), which is not
-    <paper>'s setting: <gaps>" — a reduced-scale run cannot refute the paper's claim; passing
-    and undecided ones, and controls, stay as they are. Returns (measurements, gaps).
+    the run) the measurements are returned unchanged. Outside it, the run is a sub-verdict with
+    its scope, reported but not deciding: each judged or undecided *test* measurement becomes
+    info (its value kept, its label saying "outside <paper>'s setting: <gaps>") — a reduced-scale
+    run can neither refute nor confirm the paper's claim; controls (which test the judge, not
+    the claim) stay judged. Returns (measurements, gaps). A claim whose runs are all outside
+    its setting adds :func:`not_in_setting`.
     """
-    from posflow.proofs_checks.kit._evidence import undecided
+    from posflow.proofs_checks.kit._evidence import info
 
     gaps = [] if setting is None else setting.differences(scope)
     if not gaps:
         return list(measurements), gaps
     out = []
     for m in measurements:
-        if m.judged and not m.passed and m.role == "test":
-            why = (f"fails at this scope ({scope.line()}), which is not {setting.source}'s "
-                   f"setting ({setting.description}): {'; '.join(gaps)}")  # fmt: skip
-            out.append(undecided(m.key, m.value, why, label=m.label))
+        if m.test != "info" and m.role == "test":
+            verdict = "undecided" if m.test == "undecided" else ("passes" if m.passed else "fails")
+            label = (f"{m.label or m.key} — {verdict} at this scope; reported, not deciding: "
+                     f"outside {setting.source}'s setting ({'; '.join(gaps)})")  # fmt: skip
+            out.append(info(m.key, m.value, label=label))
         else:
             out.append(m)
     return out, gaps
+
+
+def not_in_setting(key: str, setting: Setting, runs: int):
+    """An undecided measurement when none of a paper's claim's ``runs`` was in its setting
+    (the claim is then INCONCLUSIVE, "not run in the paper's setting"); None otherwise."""
+    from posflow.proofs_checks.kit._evidence import undecided
+
+    if runs:
+        return None
+    return undecided(key, 0, f"not run in {setting.source}'s setting ({setting.description}): "
+                     "every run is a sub-verdict at a reduced scope", label="runs in the "
+                     f"setting of {setting.source}'s claim")  # fmt: skip

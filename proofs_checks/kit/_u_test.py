@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-__all__ = ["U_DEPTHS", "U_END_MARGIN", "U_MARGINS", "U_MIN_DEPTH", "is_u", "valley"]
+__all__ = ["U_DEPTHS", "U_END_MARGIN", "U_MARGINS", "U_MIN_DEPTH", "interior_depth", "is_u",
+           "valley"]  # fmt: skip
 
 # A U needs a dip at least this deep relative to the lower end: p(argmin) ≤ (1 − 0.1)·min(p(0),
 # p(n−1)). A modelling choice ([A] states no depth); sensitivity tables vary it 0.01 … 0.5.
@@ -46,3 +47,21 @@ def is_u(p, depth: float = U_MIN_DEPTH, margin: float = U_END_MARGIN) -> bool:
     """A U: the argmin away from both ends (``margin``) and a dip of relative ``depth``."""
     _, d, away = valley(p, margin)
     return away and d >= depth
+
+
+def interior_depth(p, margin: float = U_END_MARGIN) -> float:
+    """The depth of the lowest point away from both ends, relative to the lower end:
+    ``1 − min_{g ≤ j ≤ n−1−g} p(j) / min(p(0), p(n−1))``, g = ``ceil(margin·(n−1))`` (at least 1).
+
+    A continuous statistic for an estimated profile: :func:`is_u` holds exactly when the global
+    argmin lies in that interior and this depth is at least ``depth``; an interval of it over
+    resamples decides "the profile dips at least ``depth`` below its ends" (PB15). NaN when both
+    ends are 0 or no interior position exists (n < 3).
+    """
+    a = np.asarray(p, dtype=np.float64)
+    n = a.size
+    gap = max(1, math.ceil(margin * (n - 1)))
+    ends = min(a[0], a[-1]) if n else 0.0
+    if n - 2 * gap < 1 or not ends > 0:
+        return math.nan
+    return float(1.0 - a[gap : n - gap].min() / ends)

@@ -25,7 +25,10 @@ Metrics of a profile p against p̂ (both probability vectors over positions 0..n
   shifted to mean position 0, over n − 1 (0 iff one profile is a translate of the other);
 * ``spearman`` — Spearman's ρ over positions (NaN for a constant profile, where it is undefined);
 * ``first``, ``last`` — p(0) and p(n−1); the key ``"measured"`` holds p̂(0), p̂(n−1) and the
-  measured mean position (``mean``).
+  measured mean position (``mean``);
+* ``param`` — each predictor's fitted parameter (α, r or s), the mean of the two directions:
+  its jackknife interval says, e.g., whether α = 1 ([A]'s rollout as defined) is consistent
+  with the data.
 
 Sliding windows: with ``Windows.windows`` (per layer the keys a query sees, as
 ``Measurement.windows``) the uniform and content kernels of a layer with w < n are banded to it
@@ -295,6 +298,8 @@ def _one(w: Windows, halves, perm, rollouts=None) -> tuple[dict, dict]:
     out["first"]["measured"] = 0.5 * (q[0][0] + q[1][0])
     out["last"]["measured"] = 0.5 * (q[0][-1] + q[1][-1])
     out["mean"] = {"measured": 0.5 * float(q[0] @ j + q[1] @ j)}
+    # the fitted parameter (α, r or s) averaged over the two directions: its jackknife interval
+    out["param"] = {k: 0.5 * float(got[0][k][0] + got[1][k][0]) for k in keys}
     return out, {"got": got, "measured": q}
 
 
@@ -364,8 +369,11 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
         order = np.random.default_rng([seed, 24]).permutation(uniq)
         halves = (order[: uniq.size // 2], order[uniq.size // 2 :])
     halves = tuple(np.sort(np.asarray(h).reshape(-1)) for h in halves)
-    if (len(halves) != 2 or min(h.size for h in halves) < 2
-            or not np.array_equal(np.sort(np.concatenate(halves)), uniq)):
+    if (
+        len(halves) != 2
+        or min(h.size for h in halves) < 2
+        or not np.array_equal(np.sort(np.concatenate(halves)), uniq)
+    ):
         raise ValueError("halves must split the groups into two disjoint sets of >= 2 groups")
 
     def rows(keep_groups, drop=None):

@@ -133,8 +133,12 @@ def measure_groups(model, ids, groups: int, *, seed: int = 0, progress=None) -> 
         )
         if st is None:
             slopes = np.zeros(m.num_heads) if m.slopes is None else np.asarray(m.slopes, float)
-            st = GroupedStudy(m.n, slopes, perm=derangement(m.num_layers, [seed, 13]),
-                              windows=None if m.windows is None else tuple(m.windows))
+            st = GroupedStudy(
+                m.n,
+                slopes,
+                perm=derangement(m.num_layers, [seed, 13]),
+                windows=None if m.windows is None else tuple(m.windows),
+            )
         st.attention.append(m.attention.mean(axis=1))
         st.value_weights.append(m.value_weights)
         st.content.append(m.content("sqrt_d")[1])
@@ -188,8 +192,9 @@ def study_summary(st: GroupedStudy, confidence: float = 0.95) -> dict:
     Returns a JSON-ready dict: ``n``, ``sequences``, ``groups``, ``confidence``,
     ``stats`` {key: [estimate, se, lo, hi]}, ``profiles`` {name: list (n,)} (full sample),
     ``best`` (the profile of least W1 among (a)–(e)), ``differences`` {name: [W1(x) − W1(best),
-    se, lo, hi]} and ``lambdas`` / ``sinks`` tables. Intervals are t intervals with G − 1
-    degrees of freedom (see the module docstring).
+    se, lo, hi]}, ``lambdas`` / ``sinks`` tables and ``published``: [A]'s comparison at α = 1
+    with its replicates (:meth:`posflow.simulate.models.published.Published.summary`).
+    Intervals are t intervals with G − 1 degrees of freedom (see the module docstring).
     """
     from scipy.stats import t as student_t
 
@@ -225,7 +230,17 @@ def study_summary(st: GroupedStudy, confidence: float = 0.95) -> dict:
         "differences": diffs,
         "layers": L,
         "shuffle": [int(x) for x in st.perm],
+        "published": _published(st),
     }
+
+
+def _published(st: GroupedStudy) -> dict:
+    """[A]'s comparison at α = 1 with its delete-one-group replicates (claim PB15 judges it at
+    its own level; :mod:`posflow.simulate.models.published`)."""
+    from posflow.simulate.models.crossfit import Windows
+    from posflow.simulate.models.published import published_comparison
+
+    return published_comparison(Windows.of_groups(st)).summary()
 
 
 # ----------------------------------------------------------------------------------------------

