@@ -5,12 +5,14 @@ Gemma 3 270M when installed (``posflow models install gemma3-270m``; its prompts
 its tokenizer's convention; its measurement keys carry the prefix ``gemma3_``) a synthetic key–value
 retrieval task (:mod:`posflow.simulate.models.retrieval`) gives the position curve: the mean
 teacher-forced log-prob of the queried value as a function of the queried key's line k. The
-prediction is the rollout profile that predicts this model's gradient influence best in the
-model's stored study (least W1 averaged over its stored n, chosen before the task is run;
-:func:`posflow.simulate.models.study.best_profile`), built from λ_t, the mean attention, the content
-and the value norms measured on prompts of the same task
-(:func:`posflow.simulate.models.measure.measure`), rolled out from the query's last token and
-summed over each key line. All five profiles (a)–(e) are reported; one is judged.
+prediction is the rollout profile that predicts this model's gradient influence best in its
+stored study (least W1 averaged over its stored n, chosen before the task is run;
+:func:`posflow.simulate.models.study.best_profile`) with its one parameter α (λ_t → clip(αλ_t))
+cross-fitted over contexts (:mod:`posflow.simulate.models.retrieval_fit`, issue 41): fitted to
+the measured gradient influence's mean position on one half of the contexts, scored on the other
+half's curve, both directions over 10 random splits, the bootstrap refitting α; α = 1 and the
+measured influence's own ρ (the ceiling) are reported beside it, and the five profiles (a)–(e) at
+α = 1. Each model's intervals are at its own Bonferroni level (its dip and ρ at each K).
 
 The statement: the curve has an interior dip and its Spearman correlation with the
 predicted per-line profile is positive with its bootstrap interval above 0.
@@ -45,11 +47,9 @@ from posflow.simulate.models.subjects import installed
 
 MODEL = R.MODEL
 INSTALL = f"posflow models install {MODEL}"
-# quick: K = 10 alone with 8 contexts (8 prompts per position, halves of 4 for the cross-fit)
-# instead of full's three K with 30 — the suite runs this check once per mutant; quick is a smoke
-# test of the pipeline whose intervals are wide (full decides). Every context's prompt of query
-# position ⌊cK/C⌋ is measured (λ_t, attention, gradient influence): the cross-fit's rows. The fit's
-# bootstrap refits α in each replicate (~10 ms a replicate at K = 10 on one core, ~0.15 s at 50).
+# quick: K = 10, 8 contexts (halves of 4; full: three K, 30) — the suite runs this check once per
+# mutant, and quick's intervals are wide (full decides). The fit's bootstrap refits α in each
+# replicate (~10 ms at K = 10 on one core, ~0.15 s at K = 50).
 QUICK = {"Ks": (10,), "contexts": 8, "splits": 10, "fit_resamples": 400}
 FULL = {"Ks": (10, 20, 50), "contexts": 30, "splits": 10, "fit_resamples": 1000}
 DIP_DEPTH = R.DIP_DEPTH
