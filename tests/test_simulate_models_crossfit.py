@@ -323,3 +323,46 @@ def test_a_grouped_study_crossfits_like_its_windows_grouped():
     for m in CF.METRICS:
         for k in ("c", "uniform"):
             assert np.abs(a.metrics[m][k] - b.metrics[m][k]).max() < 1e-12, (m, k)
+
+
+def test_every_split_is_the_crossfit_with_its_own_halves_and_the_interval_adds_their_variance():
+    """splits = S: split s is the full-sample cross-fit with halves from rng([seed, 24, s]); the
+    interval averages the S statistics and adds s²/S to the seeded split's jackknife variance."""
+    from scipy import stats
+
+    data = _data(N=8)
+    cf = CF.crossfit(data, seed=3, splits=4)
+    one = CF.crossfit(data, seed=3)
+    uniq = np.arange(8)
+    for s in range(4):
+        if s == 0:
+            ref = one
+        else:
+            order = np.random.default_rng([3, 24, s]).permutation(uniq)
+            ref = CF.crossfit(data, seed=3, halves=(order[:4], order[4:]))
+        for k in cf.keys:
+            assert cf.splits["w1"][k][s] == pytest.approx(ref.metrics["w1"][k][0], abs=1e-13)
+            assert cf.splits["param"][k][s] == pytest.approx(ref.metrics["param"][k][0],
+                                                             abs=1e-13)  # fmt: skip
+    d = cf.splits["w1"]["b"] - cf.splits["w1"]["geometric"]
+    reps = one.metrics["w1"]["b"] - one.metrics["w1"]["geometric"]
+    se_jack = CF.jackknife_interval(reps, 0.9)[1]
+    se = np.sqrt(se_jack**2 + np.var(d, ddof=1) / 4)
+    lo, hi = stats.t.interval(0.9, 7, loc=d.mean(), scale=se)
+    e, se_got, lo_got, hi_got = cf.difference("w1", "b", "geometric", 0.9)
+    assert (e, se_got, lo_got, hi_got) == pytest.approx((d.mean(), se, lo, hi), abs=1e-14)
+    assert cf.interval("param", "b", 0.9)[0] == pytest.approx(cf.splits["param"]["b"].mean())
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"splits": 0}, "splits must be an integer >= 1"), ({"splits": 2.0}, "splits"),
+    ({"splits": 2, "halves": ([0, 1, 2], [3, 4, 5])}, "give halves or splits")])
+def test_bad_splits_are_refused(kw, match):
+    with pytest.raises(ValueError, match=match):
+        CF.crossfit(_data(), **kw)
+
+
+def test_split_interval_refuses_one_split_and_keeps_nan():
+    with pytest.raises(ValueError, match="splits must have shape"):
+        CF.split_interval([0.1, 0.2, 0.3], [0.1], 0.9)
+    assert np.isnan(CF.split_interval([0.1, 0.2, 0.3], [0.1, np.nan], 0.9)[0])

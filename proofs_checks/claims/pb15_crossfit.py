@@ -1,18 +1,21 @@
-"""PB15 like for like (issue 24): every predictor with one fitted parameter, cross-fitted.
+"""PB20 like for like (issues 24, 41): every predictor with one fitted parameter, cross-fitted.
 
 :func:`crossfit_evidence` runs :func:`posflow.simulate.models.crossfit.crossfit` on a model's
-per-window measurements and judges PB15's statement from it: some residual-aware rollout
+per-window measurements and judges PB20's statement from it: some residual-aware rollout
 (:data:`CANDIDATES`: (b), (c), (d), (e), each with λ_t → clip(α λ_t)) beats every rival
 (:data:`CF_RIVALS`: the attention-only rollout (a) with one constant λ ≡ α, and the four nulls,
-one parameter each) in cross-fitted W1/(n − 1). Each comparison W1(x) − W1(rival) is decided by
-``kit.decide`` from its delete-one-window jackknife t interval against the rounding bound −r
-(``kit.crossfit_decision``); a rollout's comparisons are joined by ``kit.combine``, and the
-model's verdict is that of its best rollout (HOLDS when one rollout beats every rival, FAILS when
-every rollout is beaten by some rival, else INCONCLUSIVE). Only the best rollout's comparisons
-are judged measurements; every comparison is in the table (the Bonferroni family counts them
-all). ``kit.crossfit_library_reference`` recomputes both directions independently (the check's
-comparison of ``crossfit`` with the library); λ with the MLP update counted is reported beside
-[A]'s λ when the measurement has it (``data.lambdas_mlp``).
+one parameter each) in cross-fitted W1/(n − 1). The split into halves is drawn :data:`SPLITS`
+times: estimates are split averages and every interval adds the split variance to the
+delete-one-window jackknife of the seeded split (:func:`~posflow.simulate.models.crossfit.
+split_interval`). Each comparison W1(x) − W1(rival) is decided by ``kit.decide`` against the
+rounding bound −r; a rollout's comparisons are joined by ``kit.combine``, and the model's
+verdict is that of its best rollout (HOLDS when one rollout beats every rival, FAILS when every
+rollout is beaten by some rival, else INCONCLUSIVE), with every rollout's own verdict, fitted α
+and its interval beside it. Only the best rollout's comparisons are judged measurements; every
+comparison is in the table (the Bonferroni family counts them all).
+``kit.crossfit_library_reference`` recomputes both directions of the seeded split
+independently; λ with the MLP update counted and influence normalised per window before pooling
+are reported beside the judged comparison.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from posflow.proofs_checks.kit import (
     FAILS,
     HOLDS,
     INCONCLUSIVE,
+    Decision,
     Figure,
     Panel,
     Series,
@@ -52,6 +56,7 @@ _RANK = {HOLDS: 0, INCONCLUSIVE: 1, FAILS: 2}
 _BEATS = {HOLDS: "beats", INCONCLUSIVE: "?", FAILS: "no"}
 _EPS = float(np.finfo(np.float64).eps)
 REPORT_LEVEL = 0.95  # the reported metrics' intervals (the judged differences: family level)
+SPLITS = 20  # random splits into halves averaged, their variance in every interval (issue 41)
 
 
 library_reference = crossfit_library_reference  # PB15's name for the kit's reference
@@ -123,12 +128,22 @@ _COLUMNS = ["predictor", "what", "parameter", "fitted on H₁", "fitted on H₂"
             "hi", "p(n−1)", "lo", "hi"]  # fmt: skip
 
 
+def _ends(interval) -> tuple:
+    est, _, lo, hi = interval
+    return est, lo, hi
+
+
 def _judged(cf, level: float, bound: float):
     """Every (rollout, rival) decision, the rollouts' statuses, and the best rollout."""
     w1 = cf.metrics["w1"]
-    dec = {x: [crossfit_decision(r, w1[CANDIDATES[x]] - w1[CF_RIVALS[r]], level, bound)
-               for r in CF_RIVALS]
-           for x in CANDIDATES if CANDIDATES[x] in cf.keys}  # fmt: skip
+    if cf.splits:  # S random splits: the split-averaged difference with the split variance
+        dec = {x: [Decision(r, *_ends(cf.difference("w1", CANDIDATES[x], CF_RIVALS[r], level)),
+                            bound, "le", level) for r in CF_RIVALS]
+               for x in CANDIDATES if CANDIDATES[x] in cf.keys}  # fmt: skip
+    else:
+        dec = {x: [crossfit_decision(r, w1[CANDIDATES[x]] - w1[CF_RIVALS[r]], level, bound)
+                   for r in CF_RIVALS]
+               for x in CANDIDATES if CANDIDATES[x] in cf.keys}  # fmt: skip
     status = {x: combine(d)[0] for x, d in dec.items()}
     best = min(dec, key=lambda x: (_RANK[status[x]], float(cf.metrics["w1"][CANDIDATES[x]][0])))
     return dec, status, best
@@ -138,7 +153,7 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
     """(measurements, tables, figure, decisions of the best rollout, control replicates) of the
     cross-fitted comparison of one model (see the module docstring)."""
     tag, name = sub.tag, sub.name
-    cf = crossfit(data, seed=seed, perm=perm)
+    cf = crossfit(data, seed=seed, perm=perm, splits=SPLITS)
     N, L = data.lambdas.shape
     n = data.influence.shape[1]
     dec, status, best = _judged(cf, level, -rounding)
@@ -198,8 +213,9 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
     tables = [
         Table(f"{tag}.crossfit", f"{name}: every predictor with one fitted parameter, fitted on "
               f"one half of the N = {N} windows and scored on the other, both directions "
-              f"averaged (jackknife {100 * REPORT_LEVEL:g}% t intervals, windows H₁ | H₂: "
-              f"{halves})", _COLUMNS, _rows(cf, what)),
+              f"averaged, over {SPLITS} random splits (split-averaged estimates; jackknife "
+              f"{100 * REPORT_LEVEL:g}% t intervals with the split variance added; the seeded "
+              f"split's windows H₁ | H₂: {halves})", _COLUMNS, _rows(cf, what)),
         Table(f"{tag}.crossfit_alpha", f"{name}: every rollout's verdict against every rival, "
               f"and its fitted α (mean of the two directions) with its {100 * level:.4g}% "
               "jackknife interval: is α = 1, [A]'s rollout as defined, inside it?",
@@ -223,8 +239,29 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
                   [[x, r.label, r.estimate, r.lo, r.hi, _BEATS[r.decision]]
                    for x, ds in dm.items() for r in ds]),
         ]  # fmt: skip
+    tables.append(_normalised(tag, name, data, perm, seed, level, rounding, what))
     ctl = cf.metrics["w1"][CANDIDATES[best]] - cf.metrics["w1"]["a"]
     return ms, tables, _figure(tag, name, cf, dec[best], best, what), dec[best], ctl
+
+
+def _normalised(tag, name, data, perm, seed, level, rounding, what) -> Table:
+    """Reported beside the pooled comparison ([A] pools raw gradient norms): every window's
+    influence normalised to sum 1 before pooling, so each window weighs the same; one split."""
+    from posflow.simulate.models.crossfit import Windows
+
+    w = Windows.of(data)
+    g = np.asarray(w.influence, dtype=np.float64)
+    w.influence = g / g.sum(axis=1, keepdims=True)
+    cn = crossfit(w, seed=seed, perm=perm)
+    dn, sn, bn = _judged(cn, level, -rounding)
+    totals = g.sum(axis=1) / g.sum(axis=1).mean()
+    return Table(f"{tag}.crossfit_normalised", f"{name}, influence normalised per window before "
+                 f"pooling (per-window totals {totals.min():.2g}–{totals.max():.2g}× their mean; "
+                 f"[A] pools the raw norms): W1(rollout) − W1(rival), {100 * level:.4g}% "
+                 f"jackknife intervals, one split (reported, not judged; best: {bn}, {sn[bn]})",
+                 ["rollout", "rival", "W1 difference", "lo", "hi", "beats it"],
+                 [[x, r.label, r.estimate, r.lo, r.hi, _BEATS[r.decision]]
+                  for x, ds in dn.items() for r in ds])  # fmt: skip
 
 
 def _figure(tag, name, cf, decs, best, what) -> Figure:
@@ -256,6 +293,6 @@ def _figure(tag, name, cf, decs, best, what) -> Figure:
     panels.append(Panel("fitted on H₁, scored on H₂", "token position j", "p(j)", series,
                         logy=True, ylim=(floor, 1.0), legend="shared"))  # fmt: skip
     below = off_axis({k: cf.profiles[REPORTED[k]][0] for k in keys}, floor)
-    return Figure(f"pb15_{tag}_crossfit", wrap(f"PB15 like for like, {name}: one fitted "
+    return Figure(f"pb15_{tag}_crossfit", wrap(f"PB20 like for like, {name}: one fitted "
                   "parameter per predictor, fitted on one half of the windows, scored on the "
                   "other", 150), panels, caption=below)  # fmt: skip

@@ -237,7 +237,7 @@ def study_evidence(store: dict, tag: str = "smollm2_study",
     figures = [
         Figure(
             f"pb15_{tag}",
-            f"PB15 (stored study): {name} on English text, every profile against the "
+            f"PB20 (stored study): {name} on English text, every profile against the "
             "measured gradient influence per n, and the sinks per layer",
             [*panels, sink_panel],
         )
@@ -329,7 +329,7 @@ def model_figure(tag: str, bs, level: float, diff_rows, note: str) -> Figure:
     top = float(min(1.0, 1.2 * max(float(lam_hi.max()), float(bs.lambdas[0].max()))))
     return Figure(
         f"pb15_{tag}",
-        wrap(f"PB15, {note}", 150),
+        wrap(f"PB20, {note}", 150),
         [
             Panel("influence profiles", "token position j", "p(j)", series, logy=True,
                   ylim=(floor, 1.0), legend="shared"),

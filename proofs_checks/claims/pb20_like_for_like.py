@@ -227,7 +227,7 @@ def pb20(ctx: Context) -> Evidence:
         what = (
             "every number of the stored study's tables"
             if study
-            else (f"every number PB15 reports of {part} (measurements and tables)")
+            else (f"every number PB20 reports of {part} (measurements and tables)")
         )
         rest = None if study else (lambda k: not R.fitted(k))  # fitted parameters: apart
         ms += R.regression_measurements(part, identity, values, ctx.size, tol, why, what, floor,

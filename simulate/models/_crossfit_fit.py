@@ -13,6 +13,7 @@ __all__ = [
     "jackknife_interval",
     "ramp_profile",
     "scaled_rollout",
+    "split_interval",
 ]
 
 # the rollouts of posflow.simulate.models.profiles, each given the scale α of its λ
@@ -216,3 +217,32 @@ def jackknife_interval(replicates, confidence: float) -> tuple[float, float, flo
     se = float(np.sqrt((G - 1) / G * ((loo - loo.mean()) ** 2).sum()))
     q = float(student_t.ppf(0.5 + c / 2, G - 1))
     return float(x[0]), se, float(x[0] - q * se), float(x[0] + q * se)
+
+
+def split_interval(replicates, splits, confidence: float) -> tuple[float, float, float, float]:
+    """(estimate, se, lo, hi) of a cross-fitted statistic averaged over S random splits.
+
+    .. math::
+        \\bar\\theta = \\frac1S \\sum_s \\hat\\theta_s,\\qquad
+        \\widehat{se}^2 = \\widehat{se}^2_{\\mathrm{jack}} + \\frac{s^2_{\\mathrm{split}}}{S},
+        \\qquad \\bar\\theta \\pm t_{G-1,\\,(1+c)/2}\\,\\widehat{se}
+
+    :math:`\\widehat{se}_{\\mathrm{jack}}` is the delete-one-group jackknife of the seeded split
+    (``replicates``, (G + 1,): the data's variance given a split) and :math:`s^2_{\\mathrm{split}}`
+    the sample variance (ddof 1) of the S full-sample statistics ``splits`` (S,): the Monte
+    Carlo variance of the average over splits, which one split leaves out of the interval.
+    NaN throughout when any value is NaN.
+    """
+    from scipy.stats import t as student_t
+
+    _, se, _, _ = jackknife_interval(replicates, confidence)
+    sp = np.asarray(splits, dtype=np.float64)
+    if sp.ndim != 1 or sp.size < 2:
+        raise ValueError(f"splits must have shape (S,) with S >= 2; got {sp.shape}")
+    if np.isnan(sp).any() or np.isnan(se):
+        return (float("nan"),) * 4
+    G = np.asarray(replicates).size - 1
+    est = float(sp.mean())
+    total = float(np.sqrt(se**2 + sp.var(ddof=1) / sp.size))
+    q = float(student_t.ppf(0.5 + float(confidence) / 2, G - 1))
+    return est, total, est - q * total, est + q * total

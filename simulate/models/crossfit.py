@@ -36,6 +36,10 @@ Sliding windows: with ``Windows.windows`` (per layer the keys a query sees, as
 over the band); the measured kernels (``a``, ``b``, ``d``, ``e``, ``shuffled``) are zero outside
 the band already.
 
+Splits (issue 41): one random split leaves the split's own variance out of the jackknife;
+``splits=S`` scores S − 1 more random splits on the full sample and the intervals average the S
+statistics and add their variance s²/S (:func:`split_interval`).
+
 Intervals: the delete-one-group jackknife of the whole procedure (every fit redone without the
 group), θ̂ ± t_{G−1} ŝe, ŝe² = (G−1)/G Σ_g (θ_(−g) − θ̄)² (as :mod:`posflow.simulate.models.study`;
 with one window per group, the delete-one-window jackknife). Differences of two predictors are
@@ -56,6 +60,7 @@ from posflow.simulate.models._crossfit_fit import (
     jackknife_interval,
     ramp_profile,
     scaled_rollout,
+    split_interval,
 )
 from posflow.simulate.models.bands import band, check_windows
 
@@ -70,6 +75,7 @@ __all__ = [
     "fit_scale",
     "jackknife_interval",
     "scaled_rollout",
+    "split_interval",
 ]
 
 KEYS = (*ROLLOUT_KEYS, "geometric", "linear")
@@ -189,15 +195,28 @@ class CrossFit:
     profiles: dict
     measured: np.ndarray
     perm: np.ndarray
+    splits: dict | None = None
+    """``splits[metric][key]`` (S,): the full-sample statistic under S random splits (split 0
+    the seeded one of ``metrics``); None with one split."""
 
     def interval(self, metric: str, key: str, confidence: float) -> tuple:
-        """(estimate, se, lo, hi) of ``metric`` of ``key`` (:func:`jackknife_interval`)."""
-        return jackknife_interval(self.metrics[metric][key], confidence)
+        """(estimate, se, lo, hi) of ``metric`` of ``key``: :func:`jackknife_interval`, and with
+        S > 1 splits the split-averaged estimate with the split variance added
+        (:func:`split_interval`)."""
+        reps = self.metrics[metric][key]
+        if not self.splits or metric not in self.splits:
+            return jackknife_interval(reps, confidence)
+        return split_interval(reps, self.splits[metric][key], confidence)
 
     def difference(self, metric: str, key: str, other: str, confidence: float) -> tuple:
-        """(estimate, se, lo, hi) of metric(key) − metric(other), jackknifed pairwise."""
+        """(estimate, se, lo, hi) of metric(key) − metric(other), jackknifed pairwise (with the
+        split variance of the difference when there are S > 1 splits)."""
         m = self.metrics[metric]
-        return jackknife_interval(m[key] - m[other], confidence)
+        if not self.splits or metric not in self.splits:
+            return jackknife_interval(m[key] - m[other], confidence)
+        sp = self.splits[metric]
+        return split_interval(m[key] - m[other], sp[key] - sp[other], confidence)
+
 
 
 def _pool(w: Windows, rows) -> dict:
@@ -304,7 +323,7 @@ def _one(w: Windows, halves, perm, rollouts=None) -> tuple[dict, dict]:
 
 
 def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, perm=None,
-             rollouts=None) -> CrossFit:  # fmt: skip
+             rollouts=None, splits: int = 1) -> CrossFit:  # fmt: skip
     """Cross-fitted, one-parameter-each comparison of every predictor with the measured influence.
 
     Parameters
@@ -328,6 +347,11 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
     rollouts : iterable of str, optional
         Only these rollouts of :data:`ROLLOUT_KEYS` (default: all the data allows); the
         ``geometric`` and ``linear`` nulls are always fitted.
+    splits : int
+        Random splits into halves (≥ 1). With S > 1, splits 1 … S − 1 (``default_rng([seed,
+        24, s])``) are scored on the full sample beside the seeded split 0, and the intervals
+        average the S statistics and add their variance (:func:`split_interval`); the jackknife
+        replicates stay those of split 0. Cost S − 1 more full-sample cross-fits.
 
     Returns
     -------
@@ -365,6 +389,10 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
     perm = np.asarray(perm)
     if perm.shape != (L,) or sorted(perm.tolist()) != list(range(L)):
         raise ValueError(f"perm must be a permutation of 0..{L - 1}")
+    if isinstance(splits, bool) or not isinstance(splits, int | np.integer) or splits < 1:
+        raise ValueError(f"splits must be an integer >= 1; got {splits!r}")
+    if splits > 1 and halves is not None:
+        raise ValueError("splits > 1 draws its own halves: give halves or splits, not both")
     if halves is None:
         order = np.random.default_rng([seed, 24]).permutation(uniq)
         halves = (order[: uniq.size // 2], order[uniq.size // 2 :])
@@ -382,6 +410,14 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
     full, detail = _one(w, [rows(h) for h in halves], perm, rollouts)
     reps = [full] + [_one(w, [rows(h, g) for h in halves], perm, rollouts)[0] for g in uniq]
     metrics = {m: {k: np.array([r[m][k] for r in reps]) for k in full[m]} for m in full}
+    by_split = None
+    if splits > 1:
+        more = [full]
+        for s in range(1, splits):
+            order = np.random.default_rng([seed, 24, s]).permutation(uniq)
+            more.append(_one(w, [rows(order[: uniq.size // 2]), rows(order[uniq.size // 2 :])],
+                             perm, rollouts)[0])  # fmt: skip
+        by_split = {m: {k: np.array([r[m][k] for r in more]) for k in full[m]} for m in full}
     got = detail["got"]
     keys = tuple(k for k in KEYS if k in got[0])
     return CrossFit(
@@ -389,5 +425,5 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
         params={k: np.array([got[0][k][0], got[1][k][0]]) for k in keys},
         matched={k: np.array([got[0][k][1], got[1][k][1]]) for k in keys},
         profiles={k: np.stack([got[0][k][2], got[1][k][2]]) for k in keys},
-        measured=np.stack(detail["measured"]), perm=perm,
+        measured=np.stack(detail["measured"]), perm=perm, splits=by_split,
     )  # fmt: skip
