@@ -53,7 +53,7 @@ def test_setting_names_what_differs():
 
 @pytest.mark.parametrize(("diff", "want"), [(-0.2, HOLDS), (0.2, FAILS), (0.0, INCONCLUSIVE)])
 def test_each_kernel_is_judged_by_its_jackknife_interval(diff, want):
-    ms, rows, status, level = P.judge_model("m", "M", _pub(diff), 4, SC_IN)
+    ms, _, status, level = P.judge_model("m", "M", _pub(diff), 4, SC_IN)
     assert set(status) == set(PAIRS) and all(s == want for s in status.values())
     assert level == pytest.approx(1 - 0.05 / 4)  # 3 kernels + the U statement, this model only
     assert Evidence(ms).status == want

@@ -128,7 +128,8 @@ def test_the_mlp_variant_is_reported_only_when_measured():
     sub = SimpleNamespace(tag="m", name="model")
     perm = np.array([1, 2, 0])
     _, tables, fig, decs, _ = crossfit_evidence(sub, data, perm, 0.99, 0, what, 1e-12)
-    assert [t.key for t in tables] == ["m.crossfit", "m.crossfit_alpha", "m.crossfit_differences"]
+    assert [t.key for t in tables] == ["m.crossfit", "m.crossfit_alpha", "m.crossfit_differences",
+                                       "m.crossfit_normalised"]  # fmt: skip
     alpha = {r[0]: r for r in tables[1].rows}  # every rollout's verdict, α and its interval
     assert set(alpha) == {"b", "b_param", "d", "e"}
     for r in alpha.values():
@@ -137,7 +138,7 @@ def test_the_mlp_variant_is_reported_only_when_measured():
     data.lambdas_mlp = np.clip(data.lambdas * 0.7, 0, 1)  # λ with the MLP update counted
     _, tables, *_ = crossfit_evidence(sub, data, perm, 0.99, 0, what, 1e-12)
     keys = [t.key for t in tables]
-    assert keys[3:] == ["m.crossfit_mlp", "m.crossfit_mlp_differences"]
+    assert keys[3:] == ["m.crossfit_mlp", "m.crossfit_mlp_differences", "m.crossfit_normalised"]
     mlp, base = tables[3].rows, tables[0].rows
     assert [r[0] for r in mlp] == [r[0] for r in base] and mlp[0][3] != base[0][3]
 

@@ -23,7 +23,7 @@ def _direct(p, margin):
 def test_interior_depth_is_the_direct_loop_and_decides_is_u(p, margin):
     d = interior_depth(p, margin)
     assert d == pytest.approx(_direct(p, margin), abs=1e-12)
-    k, _, away = valley(p, margin)
+    _, _, away = valley(p, margin)
     # a U is exactly an interior argmin with an interior dip of the stated depth
     assert is_u(p, U_MIN_DEPTH, margin) == (away and d >= U_MIN_DEPTH)
 
