@@ -41,7 +41,8 @@ __all__ = ["direct_crossfit", "family", "family_measurement", "fit_measurements"
 
 
 def k_panels(K, r, best, profiles):
-    """The three panels of one K: measured log-prob, exact match, predicted profiles."""
+    """The three panels of one K: measured log-prob, exact match, predicted profiles (the judged
+    one at its cross-fitted α, the others at α = 1)."""
     from posflow.proofs_checks.claims.pb17_refs import CONFIDENCE
     from posflow.simulate.models.profiles import color
 
@@ -60,7 +61,8 @@ def k_panels(K, r, best, profiles):
                       lo=acc.lo, hi=acc.hi, color="measured"),
                Series("accuracy", x, acc.mean, kind="markers", color="measured")],
               ylim=(0, 1)),
-        Panel(f"predicted ({best}), K = {K}, ρ = {r['rho']:.2f}", "key position k",
+        Panel(f"predicted ({best}, cross-fitted α = {r['fit'].estimate('alpha'):.2f}), K = {K}, "
+              f"ρ = {r['rho']:.2f}", "key position k",
               r"$\sum_{j \in \mathrm{line}\ k}\, p(j)$, normalised",
               [Series(profiles[best], x, prof, color=color(best))]
               + [Series(profiles[k], x, v[0] / v[0].sum(), style="--", color=color(k))

@@ -122,8 +122,23 @@ class RetrievalFit:
 
 
 def half_splits(C: int, splits: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``splits`` random splits of contexts 0..C−1 into H₁ (⌊C/2⌋ contexts) and H₂, each sorted;
-    split s from ``numpy.random.default_rng([seed, 41, s])``."""
+    """Random splits of the contexts 0..C−1 into halves (claim PB17).
+
+    Parameters
+    ----------
+    C : int, >= 4
+        Contexts (each half keeps at least 2).
+    splits : int, >= 1
+        Splits drawn; split s from ``numpy.random.default_rng([seed, 41, s])``.
+    seed : int, >= 0
+
+    Returns
+    -------
+    list of ``splits`` pairs (H₁, H₂)
+        Sorted int arrays of shapes (⌊C/2⌋,) and (⌈C/2⌉,), disjoint, together 0..C−1.
+
+    Raises TypeError for non-integer arguments and ValueError for C < 4, splits < 1, seed < 0.
+    """
     for name, v, low in (("C", C, 4), ("splits", splits, 1), ("seed", seed, 0)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer):
             raise TypeError(f"{name} must be an integer; got {type(v).__name__}")
