@@ -43,7 +43,6 @@ __all__ = ["direct_crossfit", "family", "family_measurement", "fit_measurements"
 def k_panels(K, r, best, profiles):
     """The three panels of one K: measured log-prob, exact match, predicted profiles (the judged
     one at its cross-fitted α, the others at α = 1)."""
-    from posflow.proofs_checks.claims.pb17_refs import CONFIDENCE
     from posflow.simulate.models.profiles import color
 
     lp, acc = r["logprob"], r["accuracy"]
@@ -53,18 +52,18 @@ def k_panels(K, r, best, profiles):
     return [
         Panel(f"measured, K = {K} ({C} prompts per position)", "key position k",
               "log p(value) [nats]",
-              [Series(f"{CONFIDENCE:.0%} bootstrap band", x, lp.mean, kind="band",
+              [Series(f"{r['confidence']:.1%} bootstrap band", x, lp.mean, kind="band",
                       lo=lp.lo, hi=lp.hi, color="measured"),
                Series("mean log-prob", x, lp.mean, kind="line", color="measured")]),
         Panel(f"exact match, K = {K}", "key position k", "accuracy",
-              [Series(f"{CONFIDENCE:.0%} bootstrap band", x, acc.mean, kind="band",
+              [Series(f"{r['confidence']:.1%} bootstrap band", x, acc.mean, kind="band",
                       lo=acc.lo, hi=acc.hi, color="measured"),
                Series("accuracy", x, acc.mean, kind="markers", color="measured")],
               ylim=(0, 1)),
         Panel(f"predicted ({best}, cross-fitted α = {r['fit'].estimate('alpha'):.2f}), K = {K}, "
               f"ρ = {r['rho']:.2f}", "key position k",
               r"$\sum_{j \in \mathrm{line}\ k}\, p(j)$, normalised",
-              [Series(profiles[best], x, prof, color=color(best))]
+              [Series(f"{profiles[best]}, fitted α", x, prof, color=color(best))]
               + [Series(profiles[k], x, v[0] / v[0].sum(), style="--", color=color(k))
                  for k, v in r["rhos"].items() if k != best]),
     ]  # fmt: skip
