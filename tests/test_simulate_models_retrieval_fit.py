@@ -164,3 +164,16 @@ def test_bad_input_names_the_argument():
         fit.interval("fitted", 1.5)
     with pytest.raises(ValueError, match="name"):
         fit.interval("rho", 0.9)
+
+
+def test_pooling_a_resample_counts_repeated_contexts_as_crossfit_does():
+    from posflow.simulate.models.crossfit import _checked, _pool
+
+    _, w, _ = _data()
+    w = _checked(Windows(w.attention, w.lambdas, w.influence, values=w.values,
+                         content=np.ones((8, L, 2)), slopes=np.zeros(2)))  # fmt: skip
+    rows = np.array([0, 0, 3, 5, 5, 5])
+    want, got = _pool(w, rows), RF._pool_rows(w, rows)
+    assert set(want) == set(got)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=0, atol=1e-15)

@@ -169,6 +169,34 @@ def _rho(x: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.where(den > 0, (ry @ rx) / np.where(den > 0, den, 1.0), np.nan)
 
 
+def _pool_rows(w: Windows, rows: np.ndarray) -> dict:
+    """:func:`~posflow.simulate.models.crossfit._pool` of the contexts ``rows`` (repeats count
+    as weights) without copying their (L, n, n) arrays: each distinct row is added once with its
+    count (the pooling of a resample reads each context's arrays once)."""
+    if w.weights is not None and not np.all(w.weights == 1):
+        return _pool(w, rows)
+    u, cnt = np.unique(rows, return_counts=True)
+    wt = cnt / cnt.sum()
+
+    def mean(x):
+        out = wt[0] * x[u[0]]
+        for r, c in zip(u[1:], wt[1:], strict=True):
+            out += c * x[r]
+        return out
+
+    A = mean(w.attention)
+    P = {"A": A / A.sum(axis=-1, keepdims=True),
+         "lambdas": np.clip(wt @ w.lambdas[u], 0.0, 1.0)}  # fmt: skip
+    g = wt @ w.influence[u]
+    P["measured"] = g / g.sum()
+    if w.values is not None:
+        V = np.tril(mean(w.values))
+        P["V"] = V / V.sum(axis=-1, keepdims=True)
+    if w.content is not None:
+        P["c"] = np.tensordot(wt, w.content[u], axes=1)
+    return P
+
+
 class _Fit:
     """One data set: pooled sides cached by their rows, the two directions of a split."""
 
@@ -182,7 +210,7 @@ class _Fit:
     def side(self, rows):
         key = np.asarray(rows).tobytes()
         if key not in self.cache:
-            P = _pool(self.w, np.asarray(rows))
+            P = _pool_rows(self.w, np.asarray(rows))
             K, lam = _kernels(P, self.w.slopes, self.ident, (self.rollout,),
                               self.w.windows)[self.rollout]  # fmt: skip
             mu = float(np.clip(P["measured"] @ self.j, 0.0, self.j[-1]))
