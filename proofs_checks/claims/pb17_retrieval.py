@@ -201,8 +201,9 @@ _CITES = (
         f"SmolLM2-135M installed ({INSTALL}); Gemma 3 270M measured too at --full size when "
         "installed (posflow models install gemma3-270m)",
         "prediction: the rollout profile among (a)–(e) that best predicts the model's gradient "
-        "influence in its stored study (PB15), λ_t → clip(αλ_t) with α fitted to the measured "
-        "gradient influence's mean position on one half of the contexts and scored on the other "
+        "influence in its stored study (read by PB15 and PB20), λ_t → clip(αλ_t) with α fitted "
+        "to the measured gradient influence's mean position on one half of the contexts and "
+        "scored on the other "
         "(both directions, 10 random splits; the bootstrap refits α), from λ_t, attention and "
         "gradient influence measured on one prompt of every context",
         "each model's intervals at its own Bonferroni level: 0.05 over its dip and ρ at each K",

@@ -4,7 +4,7 @@ PB17 compares the position curve of the key–value retrieval task (the mean tea
 log-prob of the value by the queried key's line k; :mod:`posflow.simulate.models.retrieval`) with
 a rollout profile summed over each key line. The rollout has one parameter, the scale α of its
 mixing coefficients, λ_t → clip(α λ_t, 0, 1) (:func:`~posflow.simulate.models.crossfit.
-scaled_rollout`, as PB15's cross-fitting), and α is fitted so that the rollout's mean position
+scaled_rollout`, as PB20's cross-fitting), and α is fitted so that the rollout's mean position
 equals the measured gradient influence's (:func:`~posflow.simulate.models.crossfit.fit_scale`) —
 on *other contexts than the ones scored* (issue 41).
 
@@ -14,7 +14,7 @@ gradient influence ‖∂p*/∂e_j‖ (one row of a :class:`~posflow.simulate.mo
 with value norms for (d) and content for (c)).
 
 Cross-fitting. A split puts the contexts into halves H₁ (⌊C/2⌋ contexts) and H₂
-(``default_rng([seed, 41, s])`` for split s). A direction F → S pools F's measurements as PB15
+(``default_rng([seed, 41, s])`` for split s). A direction F → S pools F's measurements as PB20
 does (mean attention renormalised, mean λ, the normalised mean influence p̂_F with mean position
 μ_F = Σ_j j p̂_F(j)), fits α_F = fit_scale(kernels_F, λ_F, μ_F), and scores on S: the rollout
 through S's pooled kernels and λ (measured inputs, not parameters) at α_F, summed over each key
@@ -268,7 +268,7 @@ def crossfit_retrieval(
     task : RetrievalTask
         The task (its K and the key lines' token spans).
     rollout : {"a", "b", "c", "d", "e"}
-        The rollout whose λ is scaled (PB15's families; "a" scales the constant λ ≡ 1).
+        The rollout whose λ is scaled (PB20's families; "a" scales the constant λ ≡ 1).
     splits : int, >= 1
         Random half-splits averaged in the estimate (:func:`half_splits`).
     resamples : int, >= 10
