@@ -26,11 +26,17 @@ def test_at20_on_a_hand_made_store(tmp_path, monkeypatch):
     write_context_store(tmp_path / "c", R.hand_made_context_store(1.0))  # and the anchor
     monkeypatch.setattr(AT, "CONTEXT_STORES", (tmp_path / "c",))
     ev = AT.at20(Context())
-    assert ev.status == HOLDS, ev.summary
+    # every line is outside [B]'s setting (16 layers, width 768, OpenWebText, context 512): its
+    # sub-claims are reported with their scope, and AT20 on [B] is not decided (issue 41)
+    assert ev.status == INCONCLUSIVE and "not run in [B]'s setting" in ev["in_setting"].note
+    assert set(ev.scopes) == {"tasks", "real", "proxy"} and ev.scopes["proxy"].n == "4"
     for key in ("nested_prefix_control", "pairing_control", "ratio_table_vs_raw_nats",
                 "equal_step_budgets", "shared_windows"):  # fmt: skip
         assert ev[key].passed, key
-    assert ev["sub_claim_alibi_flat"].test == "at_most"
+    sub = ev["sub_claim_alibi_flat"]
+    assert sub.test == "info" and "passes at this scope" in sub.label
+    assert "not [B]'s 16; width 16, not [B]'s 768" in sub.label
+    assert AT.store_evidence(tmp_path / "s").status == HOLDS  # the store's own judge
     assert ev.measured["angle_mean_learned_qk"] == pytest.approx(0.0)
     assert ev.measured["cpu_hours"] == pytest.approx(21 * 1.5 / 3600)
     ratios = ev.table("ratios")

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from posflow.proofs_checks.claims import pb15_published as P
+from posflow.proofs_checks.claims import pb15_refs as R
 from posflow.proofs_checks.kit import FAILS, HOLDS, INCONCLUSIVE, Evidence, Scope, scoped
 from posflow.proofs_checks.kit._registry import Context, get_claim
 from posflow.simulate.models.published import PAIRS, Published
@@ -99,7 +100,7 @@ def test_dense_reference_equals_the_library_on_measured_like_data():
                            influence=rng.random((N, n)) + 0.01, content=rng.normal(size=(N, L, H)),
                            slopes=np.array([0.4, 0.0]), values=None, windows=(None, 4, None))
     pub = published_comparison(data)
-    ref = P.dense_reference(data)
+    ref = R.dense_reference(data)
     for k, v in ref.items():
         assert pub.w1[k][0] == pytest.approx(v, abs=1e-13)
 
@@ -119,7 +120,7 @@ def test_pb15_on_the_stored_studies_alone(monkeypatch):
 def test_with_no_run_in_the_setting_the_claim_is_inconclusive(monkeypatch):
     from posflow.proofs_checks.kit import info
 
-    monkeypatch.setattr(P.R, "STUDIES", {})
+    monkeypatch.setattr(P, "STUDIES", {})
     part = ("m", "M", _pub(0.2), 4, SC_OUT, info("m.ref", 0.0))  # a failing model, n = 64
     monkeypatch.setattr(P, "_live", lambda ctx: iter([part]))
     ev = P.pb15(Context())

@@ -1,5 +1,5 @@
 """Claim PB20 (the quick preset is swapped for the tiny one where a model is trained): the
-cross-fitted verdict rule (pb15_crossfit) and the reported in-sample rule (pb15_insample) on
+cross-fitted verdict rule (pb20_crossfit) and the reported in-sample rule (pb20_insample) on
 hand-made replicates, the independent reference of crossfit and the mutant it kills, the
 subjects, the check end to end and the stored study it shows. The profiles pipeline itself is
 tested in tests/test_simulate_models_profiles.py, cross-fitting in
@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from posflow.proofs_checks.claims import pb15_study as S
 from posflow.proofs_checks.claims import pb20_like_for_like as P
 from posflow.proofs_checks.claims import pb20_like_for_like as models_claims
+from posflow.proofs_checks.claims import pb20_study as S
 from posflow.proofs_checks.kit._evidence import FAILS, HOLDS, INCONCLUSIVE
 from posflow.proofs_checks.kit._registry import Context, get_claim
 from posflow.simulate.models import train as T
@@ -49,7 +49,7 @@ def _bootstrap_with(diffs: dict, B=1000):
 
 
 def test_the_in_sample_comparison_is_reported_with_its_percentile_rule():
-    from posflow.proofs_checks.claims.pb15_insample import judge
+    from posflow.proofs_checks.claims.pb20_insample import judge
 
     bs = _bootstrap_with(
         {
@@ -79,7 +79,7 @@ def _jack(lo, hi, G=16):
 
 
 def test_the_crossfit_judge_decides_from_the_jackknife_interval():
-    from posflow.proofs_checks.claims.pb15_crossfit import crossfit_decision, jackknife_controls
+    from posflow.proofs_checks.claims.pb20_crossfit import crossfit_decision, jackknife_controls
     from posflow.simulate.models.crossfit import jackknife_interval
 
     for (lo, hi), want in (((-0.3, -0.1), HOLDS), ((-0.1, 0.1), INCONCLUSIVE),
@@ -106,7 +106,7 @@ def _windows(seed=0, N=8, L=3, H=2, n=10):
 
 def test_the_library_reference_agrees_with_crossfit_and_kills_an_in_sample_fit():
     from posflow.proofs_checks import kit
-    from posflow.proofs_checks.claims.pb15_crossfit import library_reference
+    from posflow.proofs_checks.claims.pb20_crossfit import library_reference
     from posflow.simulate.models.crossfit import crossfit
 
     data = _windows()
@@ -121,8 +121,8 @@ def test_the_library_reference_agrees_with_crossfit_and_kills_an_in_sample_fit()
 def test_the_mlp_variant_is_reported_only_when_measured():
     from types import SimpleNamespace
 
-    from posflow.proofs_checks.claims.pb15_crossfit import crossfit_evidence
-    from posflow.proofs_checks.claims.pb15_insample import what
+    from posflow.proofs_checks.claims.pb20_crossfit import crossfit_evidence
+    from posflow.proofs_checks.claims.pb20_insample import what
 
     data = _windows(N=6)
     sub = SimpleNamespace(tag="m", name="model")
@@ -146,7 +146,7 @@ def test_the_mlp_variant_is_reported_only_when_measured():
 def _named_axes_are_names(fig, table_keys):
     """Every panel of ``fig`` whose x axis counts predictors or rivals names each point by its
     display name (SHORT), in the table's order, at the point's own x; returns those panels."""
-    from posflow.proofs_checks.claims.pb15_crossfit import SHORT
+    from posflow.proofs_checks.claims.pb20_crossfit import SHORT
 
     named = [p for p in fig.panels if p.xlabel in ("predictor", "rival")]
     for p in named:
@@ -163,8 +163,8 @@ def _named_axes_are_names(fig, table_keys):
 def test_the_crossfit_figure_names_every_predictor_on_its_axis():
     from types import SimpleNamespace
 
-    from posflow.proofs_checks.claims.pb15_crossfit import SHORT, crossfit_evidence
-    from posflow.proofs_checks.claims.pb15_insample import what
+    from posflow.proofs_checks.claims.pb20_crossfit import SHORT, crossfit_evidence
+    from posflow.proofs_checks.claims.pb20_insample import what
     from posflow.proofs_checks.kit import render
 
     sub = SimpleNamespace(tag="m", name="model")
@@ -203,14 +203,16 @@ def test_gemma3_is_measured_at_full_size_only_when_installed(monkeypatch):
     assert [s.tag for s in P.subjects(Context(size="quick"))] == ["toy", "smollm2"]
     subs = P.subjects(Context(size="full"))
     assert [s.tag for s in subs] == ["toy", "smollm2", "gemma3"]
-    assert subs[2].load.func is P.gemma3_windows and subs[2].load.args == (*P.GEMMA3_FULL, 0)
+    from posflow.simulate.models.subjects import gemma3_windows
+
+    assert subs[2].load.func is gemma3_windows and subs[2].load.args == (*P.GEMMA3_FULL, 0)
 
 
 # -- PB15 end to end ---------------------------------------------------------------------------
 
 
 def test_pb15_verdict_follows_the_intervals(tiny_quick):
-    from posflow.proofs_checks.claims.pb15_crossfit import CANDIDATES, CF_RIVALS
+    from posflow.proofs_checks.claims.pb20_crossfit import CANDIDATES, CF_RIVALS
 
     ev = models_claims.pb20(Context())
     rows = ev.table("toy.crossfit_differences").rows
@@ -280,7 +282,7 @@ def test_without_torch_pb15_is_inconclusive(monkeypatch):
 
 
 def test_the_stored_study_in_pb15_is_reported_from_its_numbers():
-    from posflow.proofs_checks.claims.pb15_study import study_evidence
+    from posflow.proofs_checks.claims.pb20_study import study_evidence
 
     rng = np.random.default_rng(0)
     n, L = 6, 3
@@ -323,7 +325,7 @@ def test_the_stored_study_in_pb15_is_reported_from_its_numbers():
 
 @pytest.mark.parametrize("content", [None, "{not json", '{"runs": {}}'])
 def test_load_study_fails_naming_the_path(tmp_path, monkeypatch, content):
-    from posflow.proofs_checks.claims import pb15_refs as R
+    from posflow.proofs_checks.claims import pb20_refs as R
 
     f = tmp_path / "study.json"
     if content is not None:
@@ -334,7 +336,7 @@ def test_load_study_fails_naming_the_path(tmp_path, monkeypatch, content):
 
 
 def test_a_missing_study_makes_pb15_fail_naming_its_path(tiny_quick, monkeypatch):
-    from posflow.proofs_checks.claims import pb15_refs as R
+    from posflow.proofs_checks.claims import pb20_refs as R
 
     f = tiny_quick / "missing.json"
     monkeypatch.setattr(R, "study_file", lambda model="smollm2-135m": f)
@@ -353,7 +355,7 @@ def test_a_missing_study_makes_pb15_fail_naming_its_path(tiny_quick, monkeypatch
 
 def test_the_decision_controls_reject_wrong_replicates_and_kill_a_loosened_judge():
     from posflow.proofs_checks import kit
-    from posflow.proofs_checks.claims import pb15_refs as R
+    from posflow.proofs_checks.claims import pb20_refs as R
 
     d = np.concatenate([[-0.2], np.random.default_rng(0).normal(-0.2, 0.05, 1000)])
     assert R.rival_decision("x", d, 0.99, 0.0).decision == HOLDS
@@ -366,8 +368,8 @@ def test_the_decision_controls_reject_wrong_replicates_and_kill_a_loosened_judge
 
 
 def test_the_stored_study_matches_its_reference():
-    from posflow.proofs_checks.claims import pb15_refs as R
-    from posflow.proofs_checks.claims.pb15_study import study_evidence
+    from posflow.proofs_checks.claims import pb20_refs as R
+    from posflow.proofs_checks.claims.pb20_study import study_evidence
 
     store, ok = R.load_study()
     assert ok.passed and R.best_vs_direct(store).passed
@@ -385,7 +387,7 @@ def test_the_stored_study_matches_its_reference():
 
 def test_each_models_family_is_its_own(monkeypatch):
     """Installing or removing another model moves no model's Bonferroni family (issue 41)."""
-    from posflow.proofs_checks.claims.pb15_crossfit import CANDIDATES, CF_RIVALS
+    from posflow.proofs_checks.claims.pb20_crossfit import CANDIDATES, CF_RIVALS
 
     base = P.families()
     assert base == (len(S.RIVALS), len(CANDIDATES) * len(CF_RIVALS))

@@ -103,5 +103,5 @@ def test_regression_measurements_of_a_selection_compare_only_its_numbers(monkeyp
 
 
 def test_load_reference_reads_the_packaged_files():
-    assert "quick" in load_reference("pb15.json") and "quick" in load_reference("pb19.json")
+    assert "quick" in load_reference("pb20.json") and "quick" in load_reference("pb19.json")
     assert load_reference("no-such-file.json") == {}

@@ -14,6 +14,7 @@ from posflow.proofs_checks.kit import (
     info,
     not_in_setting,
     rejects,
+    scope_line,
     scoped,
 )
 from posflow.simulate.models.subjects import MODEL_FACTS, scope_of
@@ -52,7 +53,7 @@ def test_bad_fields_name_themselves(field, value, err):
 def test_scopes_travel_with_the_evidence_json():
     ev = Evidence([at_most("x", 0.0)], scopes={"toy": SC})
     back = Evidence.from_json(ev.as_json())
-    assert back.scopes == {"toy": SC} and back.scope_line == "toy: " + SC.line()
+    assert back.scopes == {"toy": SC} and scope_line(back.scopes) == "toy: " + SC.line()
     with pytest.raises(TypeError, match="scopes"):
         Evidence([at_most("x", 0.0)], scopes={"toy": "n = 64"})
 

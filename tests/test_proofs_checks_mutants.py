@@ -32,9 +32,9 @@ def test_mutant_is_killed(cid, name, monkeypatch):
         # PB15's and PB19's SmolLM2 sub-verdicts run the same routines as their toy LM (the
         # unmutated run above measures both); under a mutant only the toy is re-measured, to
         # keep the suite inside its time budget. The kill must then come from a toy comparison.
-        from posflow.proofs_checks.claims import pb19_layerwise, pb20_like_for_like
+        from posflow.proofs_checks.claims import pb15_published, pb19_layerwise, pb20_like_for_like
 
-        module = pb19_layerwise if cid == "PB19" else pb20_like_for_like  # PB15 reads PB20's
+        module = {"PB15": pb15_published, "PB19": pb19_layerwise, "PB20": pb20_like_for_like}[cid]
         monkeypatch.setattr(module, "_smollm2_installed", lambda: False)
     assert base.status != "ERROR", base.error
     (m,) = [m for m in mut.mutants_of(cid) if m.name == name]

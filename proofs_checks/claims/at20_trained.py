@@ -85,6 +85,8 @@ from posflow.proofs_checks.claims.at20_tasks import TASK_STORE, task_evidence
 from posflow.proofs_checks.kit import (
     Context,
     Evidence,
+    Scope,
+    Setting,
     add_mutant,
     at_least,
     at_most,
@@ -92,15 +94,17 @@ from posflow.proofs_checks.kit import (
     fp_tol,
     holds,
     info,
+    not_in_setting,
     optional_torch,
     register,
     rejects,
+    scoped,
     undecided,
 )
 from posflow.simulate.models import seed_store as SS
 from posflow.simulate.models.seed_store import COMMITTED_STORE, SeedStore, load_seed_store
 
-__all__ = ["COMMITTED_STORE", "at20", "second_line", "store_evidence"]
+__all__ = ["COMMITTED_STORE", "SETTING_B", "at20", "at20_scopes", "second_line", "store_evidence"]
 
 
 # -- controls ------------------------------------------------------------------------------------
@@ -234,9 +238,75 @@ def at20(ctx: Context) -> Evidence:
     ev = store_evidence(COMMITTED_STORE)
     trained = not any(m.key == "tasks_store" for m in ms)
     proxy = [second_line(m) if trained else m for m in ev.measurements]
-    return Evidence([*ms, *rms, *proxy], figures=[*figures, *rfigures, *ev.figures],
-                    tables=[*tables, *rtables, *ev.tables], setup=f"synthetic tasks: store "
-                    f"{TASK_STORE}; LM proxy: {ev.setup}")  # fmt: skip
+    scopes = at20_scopes()
+    parts, inside = [], 0
+    for tag, group in (("tasks", ms), ("real", rms), ("proxy", proxy)):
+        stated = [m for m in group if "sub_claim_" in m.key]  # the statement's comparisons
+        kept, gaps = scoped(stated, scopes[tag], SETTING_B)
+        swap = dict(zip([m.key for m in stated], kept, strict=True))
+        parts += [swap.get(m.key, m) for m in group]
+        inside += not gaps
+    missing = not_in_setting("in_setting", SETTING_B, inside)
+    return Evidence([*parts, *([missing] if missing else [])],
+                    figures=[*figures, *rfigures, *ev.figures],
+                    tables=[*tables, *rtables, *ev.tables], scopes=scopes,
+                    setup=f"synthetic tasks: store {TASK_STORE}; LM proxy: {ev.setup}")  # fmt: skip
+
+
+def _gaps_b(scope: Scope) -> list[str]:
+    """How a run differs from [B]'s setting (its own trained models: 16 layers, width 768,
+    OpenWebText, context 512)."""
+    got = dict(scope.extra)
+    out = [f"{k} {got.get(k, '?')}, not [B]'s {v}" for k, v in B_SETTING.items()
+           if got.get(k) != v]  # fmt: skip
+    return out
+
+
+B_SETTING = {"layers": "16", "width": "768", "training context": "512", "data": "OpenWebText"}
+SETTING_B = Setting("[B]", "its own trained LMs: 16 layers, width 768, OpenWebText, context "
+                    "512", _gaps_b)  # fmt: skip
+
+
+def at20_scopes() -> dict:
+    """The scope of each line of AT20's evidence, read from the stores' own metadata."""
+    import json
+    from collections import defaultdict
+
+    def meta(store) -> dict:
+        try:
+            return json.loads((store / "meta.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    p = defaultdict(lambda: "?", meta(COMMITTED_STORE))
+    t = defaultdict(lambda: "?", meta(TASK_STORE).get("config", {}))
+    pc = defaultdict(lambda: "?", p.get("config") or {})
+    if "?" in (pc["n_head"], pc["d_head"]):
+        width = "?"
+    else:
+        width = str(pc["n_head"] * pc["d_head"])
+    return {
+        "tasks": Scope(
+            f"{t['n_layer']}-layer × {t['n_head']}-head LMs, d_model {t['d_model']}, one per "
+            "position scheme", "≈ 10⁵", "float32 (trained here)",
+            "synthetic flip-flop FFL(0.8) and associative recall", t["train_len"],
+            "5–10 seeds per scheme", "0–9", str(t["steps"]),
+            (("layers", str(t["n_layer"])), ("width", str(t["d_model"])),
+             ("training context", str(t["train_len"])), ("data", "synthetic tasks"))),
+        "real": Scope(
+            "SmolLM2-135M-Instruct (RoPE, trained by its authors)", "135M",
+            "Q4_1 GGUF dequantised to float32", "English of pydoc_data.topics", "8192 → 4 × 8192",
+            "6 windows of 2L, 3 of 4L", "0", "pretrained",
+            (("layers", "30"), ("width", "576"), ("training context", "8192"),
+             ("data", "pydoc_data.topics"))),
+        "proxy": Scope(
+            f"{pc['n_layer']}-layer × {pc['n_head']}-head LM proxy, d_head {pc['d_head']}",
+            "≈ 10⁶", "float32 (trained here)", f"BPE {p['vocab_size']} of the standard library "
+            "and pydoc_data.topics", str(pc["train_len"]), f"{pc['eval_windows']} windows, 3 seeds",
+            "0–2", str(pc["steps"]),
+            (("layers", str(pc["n_layer"])), ("width", width),
+             ("training context", str(pc["train_len"])), ("data", "standard library"))),
+    }  # fmt: skip
 
 
 def second_line(m):

@@ -62,7 +62,7 @@ from posflow.proofs_checks.kit import (
     valley,
 )
 from posflow.simulate.models.published import LABELS, PAIRS, Published, published_comparison
-from posflow.simulate.models.subjects import measured, scope_of
+from posflow.simulate.models.subjects import installed, live_subjects, measured, scope_of
 
 __all__ = ["PAPER_N", "SETTING", "judge_model", "pb15", "u_decision"]
 
@@ -163,11 +163,18 @@ _COLUMNS = ["profile", "kernels", "W1/(n−1)", "lo", "hi", "attention-only W1/(
             "dip depth", "verdict"]  # fmt: skip
 
 
+# the stored studies (package data, docs/smollm2_study.py): tag -> (model, name, scope tag)
+STUDIES = {"smollm2_study": ("smollm2-135m", "SmolLM2", "smollm2"),
+           "gemma3_study": ("gemma3-270m", "Gemma 3", "gemma3")}  # fmt: skip
+
+
 def _stored(tag: str):
     """(Published, scope, L, note) of the stored study of ``tag`` at n = 256, or the reason why
     there is none."""
-    store, _ = R.load_study(tag)
-    model, name = R.STUDIES[tag]
+    from posflow.simulate.models.study import stored_study
+
+    model, name, _ = STUDIES[tag]
+    store = stored_study(model)
     run = None if store is None else store.get("runs", {}).get(str(PAPER_N))
     if run is None or "published" not in run:
         return None, (
@@ -176,76 +183,27 @@ def _stored(tag: str):
         )
     pub = Published.from_summary(run["published"])
     G = pub.measured.shape[0] - 1
-    short = {"smollm2_study": "smollm2", "gemma3_study": "gemma3"}[tag]
+    short = STUDIES[tag][2]
     sc = Scope(**scope_of(short, PAPER_N, f"{run['sequences']} windows in {G} groups",
                           seeds=store["setup"]["command"].split("--seed ")[-1]))  # fmt: skip
     return (pub, sc, int(run["layers"]), run), name
 
 
-def dense_reference(data) -> dict:
-    """W1/(n − 1) of [A]'s six profiles on the full sample, written out without the library:
-    plain means over the windows, [A]'s kernels as dense softmaxes over each layer's band
-    (0 ≤ i − j < w), the rollout p ← (1 − λ_t) p + λ_t p K_t from e_{n−1} down to layer 0, and
-    W1 by ``scipy.stats.wasserstein_distance`` (the reference of ``published_comparison``)."""
-    from scipy.stats import wasserstein_distance
-
-    A = np.asarray(data.attention, dtype=np.float64).mean(axis=0)
-    A = A / A.sum(axis=-1, keepdims=True)
-    lam = np.clip(np.asarray(data.lambdas, dtype=np.float64).mean(axis=0), 0.0, 1.0)
-    g = np.asarray(data.influence, dtype=np.float64).mean(axis=0)
-    L, n = lam.size, g.size
-    c = np.asarray(data.content, dtype=np.float64).mean(axis=0)  # (L, H)
-    m = np.zeros(c.shape[1]) if data.slopes is None else np.asarray(data.slopes, float)
-    wins = getattr(data, "windows", None) or (None,) * L
-    gap = np.subtract.outer(np.arange(n), np.arange(n)).astype(np.float64)
-
-    def kernel(t, content):
-        w = n if wins[t] is None else min(int(wins[t]), n)
-        z = -m[:, None, None] * gap + content[:, None, None] * np.eye(n)
-        z = np.where((gap >= 0) & (gap < w), z, -np.inf)
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        return (e / e.sum(axis=-1, keepdims=True)).mean(axis=0)
-
-    def roll(Ks, lams):
-        p = np.zeros(n)
-        p[-1] = 1.0
-        for t in reversed(range(L)):
-            p = (1.0 - lams[t]) * p + lams[t] * (p @ Ks[t])
-        return p
-
-    ones = np.ones(L)
-    K_a = [kernel(t, np.zeros(m.size)) for t in range(L)]
-    K_c = [kernel(t, c[t]) for t in range(L)]
-    prof = {"a": roll(A, ones), "b": roll(A, lam), "a_A": roll(K_a, ones), "b_A": roll(K_a, lam),
-            "a_c": roll(K_c, ones), "c": roll(K_c, lam)}  # fmt: skip
-    j = np.arange(n, dtype=np.float64)
-    return {k: float(wasserstein_distance(j, j, p, g)) / (n - 1) for k, p in prof.items()}
-
-
-def _vs_dense(tag: str, name: str, pub: Published, data):
-    ref = dense_reference(data)
-    gap = max(abs(float(pub.w1[k][0]) - v) for k, v in ref.items())
-    L, n = data.lambdas.shape[1], data.influence.shape[1]
-    tol = 16 * L * n * n * _EPS
-    return at_most(f"{tag}.published_vs_dense", gap, 0.0,
-                   fp_tol(tol, f"float64 chains of L = {L} convex steps of n = {n}-term sums "
-                          f"and W1 summing n of them, by two implementations: 16 L n² ε = "
-                          f"{tol:.2g}"),
-                   label=f"{name}: max |W1 of published_comparison − the dense written-out "
-                   "reference (scipy's W1)| over [A]'s six profiles, full sample")  # fmt: skip
+def _smollm2_installed() -> bool:
+    return installed("smollm2-135m")
 
 
 def _live(ctx: Context):
-    """The live models (PB20's subjects: the toy LM, SmolLM2 when installed, Gemma 3 at full)."""
-    from posflow.proofs_checks.claims.pb20_like_for_like import subjects
-
-    for sub in subjects(ctx):
+    """The live models, PB20's windows (``live_subjects``: the toy LM, SmolLM2 when installed,
+    Gemma 3 at full), read from their shared measurement."""
+    for sub in live_subjects(ctx.full, ctx.seed, smollm2=_smollm2_installed(),
+                             gemma3=installed("gemma3-270m")):  # fmt: skip
         _, _, _, data = measured(sub)
         pub = published_comparison(data)
         N, L = data.lambdas.shape
         n = data.influence.shape[1]
         sc = Scope(**scope_of(sub.tag, n, f"{N} windows", seeds=ctx.seed))
-        yield sub.tag, sub.name, pub, L, sc, _vs_dense(sub.tag, sub.name, pub, data)
+        yield sub.tag, sub.name, pub, L, sc, R.vs_dense(sub.tag, sub.name, pub, data)
 
 
 _CITES = (
@@ -284,14 +242,14 @@ def pb15(ctx: Context) -> Evidence:
     live runs are scoped sub-verdicts."""
     ms, rows, scopes, ctl = [], [], {}, None
     parts = []
-    for tag in R.STUDIES:
+    for tag in STUDIES:
         got, name = _stored(tag)
         if got is None:
             ms.append(undecided(f"{tag}.published", float("nan"), name,
                                 label=f"[A]'s comparison at n = {PAPER_N}"))  # fmt: skip
             continue
         pub, sc, L, run = got
-        parts.append((tag, name, pub, L, sc, _vs_study(tag, name, pub, run)))
+        parts.append((tag, name, pub, L, sc, R.vs_study(tag, name, pub, run)))
     torch = optional_torch()
     if torch is not None:
         parts += list(_live(ctx))
@@ -336,51 +294,18 @@ def _model_verdict(status: dict) -> str:
     return HOLDS if vals and all(v == HOLDS for v in vals) else INCONCLUSIVE
 
 
-def _vs_study(tag: str, name: str, pub: Published, run: dict):
-    """published_comparison against the study's own W1 of (a), (b), (c) (full sample)."""
-    gap = max(abs(float(pub.w1[k][0]) - float(run["stats"][f"w1.{s}"][0]))
-              for k, s in (("a", "a"), ("b", "b"), ("c", "c")) if k in pub.w1)  # fmt: skip
-    n = pub.measured.shape[1]
-    tol = 16 * int(run["layers"]) * n * n * _EPS
-    return at_most(f"{tag}.published_vs_study", gap, 0.0,
-                   fp_tol(tol, f"the same pooled means and rollouts by two code paths, in "
-                          f"float64: 16 L n² ε = {tol:.2g}"),
-                   label=f"{name}: max |W1 of published_comparison − the stored study's W1| "
-                   "over (a), (b), (c), full sample")  # fmt: skip
-
-
 # -- mutants: breaks of the routines PB15 runs through ---------------------------------------------
-
-
-def _swapped_pairs(original):
-    def published_profiles(*a, **kw):
-        out = original(*a, **kw)
-        for x, r in PAIRS.items():
-            if x in out:
-                out[x], out[r] = out[r], out[x]
-        return out
-
-    return published_profiles
-
-
-def _point_decision(original):
-    def crossfit_decision(label, replicates, level, bound):
-        d = original(label, replicates, level, bound)
-        d.lo = d.hi = d.estimate
-        return d
-
-    return crossfit_decision
 
 
 # fmt: off
 add_mutant("PB15", "residual-and-attention-swapped",
-           "posflow.simulate.models.published:published_profiles", _swapped_pairs,
+           "posflow.simulate.models.published:published_profiles", R.swapped_pairs,
            "each residual-aware profile exchanged with its attention-only rival")
 add_mutant("PB15", "residual-dropped", RESIDUAL_STEP, R.residual_dropped,
            "the rollout step drops the residual mixing: p ↦ p A whatever λ_t")
 add_mutant("PB15", "transposed-measured-kernel", DENSE_APPLY, transposed_dense_apply,
            "the rollout through a measured kernel applies Aᵀ instead of A (p Aᵀ)")
 add_mutant("PB15", "decide-on-point-estimate",
-           "posflow.proofs_checks.kit._jackknife:crossfit_decision", _point_decision,
+           "posflow.proofs_checks.kit._jackknife:crossfit_decision", R.point_decision,
            "the jackknife interval collapsed onto its point estimate (a loosened judge)")
 # fmt: on

@@ -30,7 +30,7 @@ __all__ = ["LIVE_TOL", "REFERENCE", "crossfit_one_layer_high", "effect_table", "
            "profiles_vs_dense", "rollout_from_next_layer", "w1_vs_scipy"]  # fmt: skip
 
 REFERENCE = "pb19.json"
-# PB15's tolerance for its live models (see pb15_refs: drift across thread counts and CPUs)
+# PB20's tolerance for its live models (see pb20_refs: drift across thread counts and CPUs)
 LIVE_TOL = 1e-3
 LIVE_FLOOR = 0.1
 LIVE_REASON = (

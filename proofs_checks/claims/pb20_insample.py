@@ -3,7 +3,7 @@ fitted parameter against (a) and the nulls fitted to the measured mean, all scor
 windows (percentile bootstrap over windows), and the library rollout against the batched one.
 
 The comparisons are no longer judged (they do not compare like with like: issue 24, see
-:mod:`.pb15_crossfit`); their percentile intervals, decided by ``pb15_refs.rival_decision``, fill
+:mod:`.pb20_crossfit`); their percentile intervals, decided by ``pb20_refs.rival_decision``, fill
 the differences table. :func:`library_check` stays judged: the library rollout of every profile
 against :func:`posflow.simulate.models.profiles_bootstrap.batched_rollouts` on the full sample.
 """
@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from posflow.proofs_checks.claims import pb15_refs as R
-from posflow.proofs_checks.claims.pb15_study import KEYS, NULLS, PREDICTED, RIVALS
+from posflow.proofs_checks.claims import pb20_refs as R
+from posflow.proofs_checks.claims.pb20_study import KEYS, NULLS, PREDICTED, RIVALS
 from posflow.proofs_checks.kit import FAILS, HOLDS, INCONCLUSIVE, Decision, at_most, fp_tol, info
 
 __all__ = ["by_evidence_key", "decisions", "judge", "library_check", "rounding", "what"]
@@ -39,7 +39,7 @@ def by_evidence_key(bs):
 
 def decisions(bs, level: float) -> list[Decision]:
     """W1(b) − W1(x) ≤ −rounding for each rival x, from its percentile interval (the judge
-    ``pb15_refs.rival_decision``)."""
+    ``pb20_refs.rival_decision``)."""
     r = rounding(bs.lambdas.shape[1], bs.measured.shape[1])
     return [R.rival_decision(x, bs.w1["b"] - bs.w1[x], level, -r) for x in RIVALS]
 

@@ -12,7 +12,7 @@ kernels, (c) [A]'s ALiBi + content kernels, (d) value-norm and (e) sink-aware ke
 recency and a linear ramp fitted to the mean position, the rollout through *uniform* kernels,
 λ_t moved to other layers).
 
-Verdict (like for like; :mod:`.pb15_crossfit`): every predictor gets one fitted parameter — the
+Verdict (like for like; :mod:`.pb20_crossfit`): every predictor gets one fitted parameter — the
 rollouts λ_t → clip(α λ_t) ((a): a constant λ ≡ α), the geometric and linear nulls their ratio
 and slope — fitted on one half of the windows and scored on the other, both directions averaged
 (:mod:`posflow.simulate.models.crossfit`). Each rollout gets its own verdict against every rival
@@ -23,29 +23,27 @@ model's family never depends on which other models are installed), with its fitt
 HOLDS when some rollout beats every rival (the family counts every rollout's comparisons, so the
 choice of the best is covered), FAILS when every rollout is beaten by a rival, else it is
 INCONCLUSIVE. The in-sample comparison of issue 12 is reported beside it, not judged. The tables
-and figures are assembled in ``pb15_study`` and ``pb15_crossfit``.
+and figures are assembled in ``pb20_study`` and ``pb20_crossfit``.
 """
 
 from __future__ import annotations
 
-import functools
-
 from posflow.proofs_checks import kit
-from posflow.proofs_checks.claims import pb15_refs as R
-from posflow.proofs_checks.claims.pb15_crossfit import (
+from posflow.proofs_checks.claims import pb20_refs as R
+from posflow.proofs_checks.claims.pb20_crossfit import (
     CANDIDATES,
     CF_RIVALS,
     crossfit_evidence,
     jackknife_controls,
 )
-from posflow.proofs_checks.claims.pb15_insample import (
+from posflow.proofs_checks.claims.pb20_insample import (
     by_evidence_key,
     judge,
     library_check,
     rounding,
     what,
 )
-from posflow.proofs_checks.claims.pb15_study import (
+from posflow.proofs_checks.claims.pb20_study import (
     RIVALS,
     model_figure,
     model_tables,
@@ -65,9 +63,11 @@ from posflow.proofs_checks.kit import (
 )
 from posflow.simulate.models.profiles_bootstrap import bootstrap
 from posflow.simulate.models.subjects import (
+    GEMMA3_WINDOWS,
+    SMOLLM2_WINDOWS,
     Subject,
-    gemma3_windows,
     installed,
+    live_subjects,
     measured,
     scope_of,
     smollm2_windows,
@@ -93,29 +93,17 @@ def _smollm2_installed() -> bool:
 # SmolLM2 sizes: quick is a smoke test the suite runs once per mutant (~1 s per sequence at
 # n = 64 on one loaded core); full measures the issue's N = 64 at n = 128 (~3 s per sequence).
 # Longer windows (n = 128 … 1024) are the stored grouped study (docs/smollm2_study.py).
-SMOLLM2_QUICK = (64, 16)
-SMOLLM2_FULL = (128, 64)
-GEMMA3_FULL = (128, 32)  # Gemma 3 270M at --full only (<bos> first: its tokenizer's convention)
+SMOLLM2_QUICK = SMOLLM2_WINDOWS["quick"]
+SMOLLM2_FULL = SMOLLM2_WINDOWS["full"]
+GEMMA3_FULL = GEMMA3_WINDOWS  # Gemma 3 270M at --full only (<bos> first: its convention)
 
 
 def subjects(ctx: Context) -> list[Subject]:
-    """The models PB15 judges: the trained toy LM (quick: the 'quick' preset at n = 64, N = 48;
-    full: the default preset at n = 128, N = 128), SmolLM2-135M when installed (quick:
-    n = 64, N = 16; full: n = 128, N = 64) and, at full size, Gemma 3 270M when installed
-    (n = 128, N = 32, each window with <bos> first)."""
-    if ctx.full:
-        out = [Subject("toy", "toy LM", functools.partial(_toy, "default", 128, ctx.seed), 2000)]
-    else:
-        out = [Subject("toy", "toy LM", functools.partial(_toy, "quick", 48, ctx.seed), 1000)]
-    if _smollm2_installed():
-        n, N = SMOLLM2_FULL if ctx.full else SMOLLM2_QUICK
-        B = 2000 if ctx.full else 1000
-        out.append(Subject("smollm2", "SmolLM2", functools.partial(_smollm2, n, N, ctx.seed), B))
-    if ctx.full and installed("gemma3-270m"):
-        n, N = GEMMA3_FULL
-        out.append(Subject("gemma3", "Gemma 3", functools.partial(gemma3_windows, n, N, ctx.seed),
-                           2000))  # fmt: skip
-    return out
+    """The models PB20 judges (:func:`posflow.simulate.models.subjects.live_subjects`, the same
+    windows PB15 reports): the toy LM, SmolLM2-135M when installed, Gemma 3 270M at full size
+    when installed."""
+    return live_subjects(ctx.full, ctx.seed, smollm2=_smollm2_installed(),
+                         gemma3=installed("gemma3-270m"))  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,7 +151,7 @@ _CITES = (
     cite("posflow.simulate.models.crossfit:crossfit",
          "both directions recomputed with plain means over each half, the library's kernels and "
          "rollout at the fitted parameters, the nulls refitted by posflow.simulate.nulls, the "
-         "metrics by posflow.simulate.compare and scipy (pb15_crossfit.library_reference); each "
+         "metrics by posflow.simulate.compare and scipy (pb20_crossfit.library_reference); each "
          "rollout's α reproduces the mean position of the half it was fitted on",
          "toy.crossfit_vs_library", "toy.crossfit_fit_residual"),
     cite("posflow.simulate.models.crossfit:jackknife_interval",
@@ -213,7 +201,7 @@ def pb20(ctx: Context) -> Evidence:
     (``percentile_interval`` against the sorted resamples; the library rollout against an
     independent batched one in ``bootstrap``); the stored study (a missing or unreadable file
     fails naming its path) with ``best_profile`` against a direct loop; every reported number
-    against the stored reference (:mod:`.pb15_refs`). Negative controls: both judges on
+    against the stored reference (:mod:`.pb20_refs`). Negative controls: both judges on
     replicates past / straddling the bound (and blocked), the regression on a moved reference
     number."""
     if kit.optional_torch() is None:
@@ -258,7 +246,7 @@ def pb20(ctx: Context) -> Evidence:
 
 def _collect(ctx: Context):
     """Every model's evidence and the stored study's, with each part's identity and numbers."""
-    from posflow.proofs_checks.claims.pb15_study import study_evidence
+    from posflow.proofs_checks.claims.pb20_study import study_evidence
 
     subs = subjects(ctx)
     family, cf_family = families()
@@ -319,7 +307,7 @@ add_mutant(
 add_mutant(
     "PB20",
     "decide-on-point-estimate",
-    "posflow.proofs_checks.claims.pb15_refs:rival_decision",
+    "posflow.proofs_checks.claims.pb20_refs:rival_decision",
     R.loosened_rival,
     "the rival's interval collapsed onto its point estimate (a loosened judge)",
 )
@@ -333,7 +321,7 @@ add_mutant(
 
 
 def write_reference(size: str = "quick"):
-    """Add this run's parts at ``size`` to ``references/pb15.json`` (the stored study, the toy
+    """Add this run's parts at ``size`` to ``references/pb20.json`` (the stored study, the toy
     LM, SmolLM2 when installed; a part's entry of the same identity is replaced):
     ``python -m posflow.proofs_checks.claims.pb20_like_for_like``. The identity names the Bonferroni
     family (the toy LM's intervals depend on whether SmolLM2 is measured) and the toy LM's

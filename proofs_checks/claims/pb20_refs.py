@@ -5,7 +5,7 @@ recomputations and the regression against stored reference values (claim PB15).
   a failing measurement naming its path (never a silent omission).
 - :func:`rival_decision` is PB15's judge of one rival (its percentile interval decided by
   ``kit.decide``); :func:`decision_controls` runs it on replicates wrong by construction.
-- :func:`regression` compares every reported number with ``references/pb15.json``, written
+- :func:`regression` compares every reported number with ``references/pb20.json``, written
   by ``python -m posflow.proofs_checks.claims.pb20_like_for_like`` (quick; the stored study
   always, each live model under its identity: the toy LM's cache file name (its config,
   Python, torch, training code) and the sha256 of its weights — training is not
@@ -40,7 +40,7 @@ from posflow.proofs_checks.kit import regression as regression  # re-exported: P
 from posflow.proofs_checks.kit import regression_measurements as kit_regression_measurements
 from posflow.simulate.models.profiles import percentile_interval
 
-REFERENCE = "pb15.json"
+REFERENCE = "pb20.json"
 STUDY_TOL = 1e-12
 STUDY_REASON = (
     "the same float64 numbers read from the packaged JSON through means of ≤ 4 values: a "
@@ -166,9 +166,9 @@ def decision_controls(d, level: float, bound: float) -> list:
     ]  # fmt: skip
 
 
-# -- regression against the stored reference (kit's, on references/pb15.json) ------------------
+# -- regression against the stored reference (kit's, on references/pb20.json) ------------------
 def load_reference() -> dict:
-    """PB15's stored reference numbers (``references/pb15.json``; empty when absent)."""
+    """PB15's stored reference numbers (``references/pb20.json``; empty when absent)."""
     return kit_load_reference(REFERENCE)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from posflow.proofs_checks.claims.pb15_crossfit import off_axis, profile_floor, rival_panel, wrap
+from posflow.proofs_checks.claims.pb20_crossfit import off_axis, profile_floor, rival_panel, wrap
 from posflow.proofs_checks.kit import Figure, Panel, Series, Table, info
 from posflow.simulate.models.profiles import (
     LABELS,

@@ -179,6 +179,7 @@ def _print_table(results, size, prov):
     from rich.markup import escape
 
     from posflow.proofs_checks.cli._output import table as Table
+    from posflow.proofs_checks.kit import scope_line
 
     colour = {"HOLDS": "green", "FAILS": "red", "INCONCLUSIVE": "yellow", "ERROR": "magenta"}
     commit = prov.get("git_commit", "")[:12]
@@ -193,7 +194,8 @@ def _print_table(results, size, prov):
         note = r.error or (r.evidence.summary if r.evidence else "")
         stmt = escape(r.claim.statement) + (f"\n[dim]{escape(note)}[/dim]" if note else "")
         if r.evidence is not None and r.evidence.scopes:  # every empirical verdict's scope
-            stmt += f"\n[dim]scope: {escape(r.evidence.scope_line)}[/dim]"
+            line = scope_line(r.evidence.scopes)
+            stmt += f"\n[dim]scope: {escape(line)}[/dim]"
         if r.expected and r.expected != "HOLDS" and r.expected_reason:
             stmt += f"\n[dim]expected {r.expected}: {escape(r.expected_reason)}[/dim]"
         exp = "= " + r.expected if r.as_expected else f"[bold red]≠ {r.expected}[/]"

@@ -45,9 +45,9 @@ module                      what it holds
                             the reference of the measuring hooks
 ``_power``                  what N windows can see: the MDD against the judge's Monte Carlo,
                             the power rule of a break depth (:func:`powered_depth`)
-``_scope``                  the scope of an empirical verdict (:class:`Scope`), a paper's
-                            setting (:class:`Setting`) and :func:`scoped` (a run outside the
-                            setting cannot refute the paper's claim)
+``_scope``, ``_setting``    the scope of an empirical verdict (:class:`Scope`), a paper's
+                            setting (:class:`Setting`); :func:`scoped` (a run outside it is
+                            reported, not deciding), :func:`not_in_setting`
 ``_u_test``                  the U test of PB11 and PB14 (:func:`valley`, :func:`is_u`,
                             :data:`U_MIN_DEPTH`, :data:`U_END_MARGIN`)
 ``_inputs``, ``_examples``  random causal kernels for checks; Hypothesis example helpers
@@ -204,7 +204,8 @@ from posflow.proofs_checks.kit._report import (
     records,
     write_report,
 )
-from posflow.proofs_checks.kit._scope import SCOPE_FIELDS, Scope, Setting, not_in_setting, scoped
+from posflow.proofs_checks.kit._scope import SCOPE_FIELDS, Scope, Setting, scope_line
+from posflow.proofs_checks.kit._setting import not_in_setting, scoped
 from posflow.proofs_checks.kit._stats import (
     FAMILY_LEVEL,
     FAMILY_Z,
@@ -373,6 +374,7 @@ __all__ = [
     "scaled_argument",
     "scaled_keyword",
     "scaled_result",
+    "scope_line",
     "scoped",
     "search",
     "select",

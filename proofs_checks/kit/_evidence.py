@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from posflow.proofs_checks.kit import _scope
 from posflow.proofs_checks.kit._specs import (
     Figure,
     Panel,
@@ -29,28 +30,9 @@ from posflow.proofs_checks.kit._specs import (
     _scalar,
 )
 
-__all__ = [
-    "FAILS",
-    "HOLDS",
-    "INCONCLUSIVE",
-    "Evidence",
-    "Figure",
-    "Measurement",
-    "Panel",
-    "Series",
-    "Table",
-    "Tolerance",
-    "at_least",
-    "at_most",
-    "close",
-    "exact_tol",
-    "fp_tol",
-    "holds",
-    "info",
-    "param_tol",
-    "stat_tol",
-    "undecided",
-]
+__all__ = ["FAILS", "HOLDS", "INCONCLUSIVE", "Evidence", "Figure", "Measurement", "Panel", "Series",
+           "Table", "Tolerance", "at_least", "at_most", "close", "exact_tol", "fp_tol", "holds",
+           "info", "param_tol", "stat_tol", "undecided"]  # fmt: skip
 
 HOLDS, FAILS, INCONCLUSIVE = "HOLDS", "FAILS", "INCONCLUSIVE"
 STATUSES = (HOLDS, FAILS, INCONCLUSIVE)
@@ -324,14 +306,7 @@ class Evidence:
         if isinstance(absent, str) or not all(isinstance(a, str) and a for a in absent):
             raise TypeError(f"absent must be a sequence of input names; got {absent!r}")
         self.absent = tuple(absent)
-        from posflow.proofs_checks.kit._scope import Scope
-
-        scopes = dict(scopes or {})
-        for tag, sc in scopes.items():
-            if not isinstance(tag, str) or not isinstance(sc, Scope):
-                raise TypeError(f"scopes must map sub-verdict tags (str) to Scope; got {tag!r}: "
-                                f"{type(sc).__name__}")  # fmt: skip
-        self.scopes = scopes
+        self.scopes = _scope.checked_scopes(scopes)
         self.figure_paths: list[str] = []  # filled in by the report when it draws the figures
 
     # -- derived -----------------------------------------------------------------------------
@@ -401,11 +376,6 @@ class Evidence:
                if self.scopes else {}),
         }
 
-    @property
-    def scope_line(self) -> str:
-        """Every sub-verdict's scope in one short line ("" when the record has none)."""
-        return " | ".join(f"{t}: {sc.line()}" for t, sc in self.scopes.items())
-
     @classmethod
     def from_json(cls, d: dict) -> Evidence:
         ev = cls(
@@ -414,18 +384,8 @@ class Evidence:
             tables=[Table.from_json(t) for t in d.get("tables", [])],
             setup=d.get("setup", ""),
             absent=tuple(d.get("absent", ())),
-            scopes=_scopes_from_json(d.get("scope", {})),
+            scopes=_scope.scopes_from_json(d.get("scope", {})),
         )
         ev.figure_paths = list(d.get("figure_paths", []))
         return ev
 
-
-def _scopes_from_json(d: dict) -> dict:
-    from posflow.proofs_checks.kit._scope import Scope
-
-    out = {}
-    for tag, v in d.items():
-        v = dict(v)
-        v["extra"] = tuple((k, x) for k, x in v.get("extra", {}).items())
-        out[tag] = Scope(**v)
-    return out

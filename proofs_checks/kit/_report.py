@@ -325,9 +325,9 @@ def _view(rec: dict, out: Path) -> dict:
 
 def _scope_lines(rec: dict) -> list[str]:
     """``"tag: scope line"`` of each sub-verdict of an empirical record (its ``scope`` field)."""
-    from posflow.proofs_checks.kit._evidence import _scopes_from_json
+    from posflow.proofs_checks.kit._scope import scopes_from_json
 
-    return [f"{t}: {sc.line()}" for t, sc in _scopes_from_json(rec.get("scope", {})).items()]
+    return [f"{t}: {sc.line()}" for t, sc in scopes_from_json(rec.get("scope", {})).items()]
 
 
 def write_report(results, out, *, size: str, provenance: dict | None = None) -> Path:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["SCOPE_FIELDS", "Scope", "Setting", "not_in_setting", "scoped"]
+__all__ = ["SCOPE_FIELDS", "Scope", "Setting", "checked_scopes", "scope_line", "scopes_from_json"]
 
 SCOPE_FIELDS = ("model", "parameters", "precision", "text", "n", "samples", "seeds", "steps")
 
@@ -113,41 +113,27 @@ class Setting:
         return [str(g) for g in self.gaps(scope)]
 
 
-def scoped(measurements, scope: Scope, setting: Setting | None) -> tuple[list, list[str]]:
-    """The measurements of one run as evidence for a paper's claim made in ``setting``.
-
-    Inside the setting (or ``setting`` None: the claim is posflow's own, or its statement covers
-    the run) the measurements are returned unchanged. Outside it, the run is a sub-verdict with
-    its scope, reported but not deciding: each judged or undecided *test* measurement becomes
-    info (its value kept, its label saying "outside <paper>'s setting: <gaps>") — a reduced-scale
-    run can neither refute nor confirm the paper's claim; controls (which test the judge, not
-    the claim) stay judged. Returns (measurements, gaps). A claim whose runs are all outside
-    its setting adds :func:`not_in_setting`.
-    """
-    from posflow.proofs_checks.kit._evidence import info
-
-    gaps = [] if setting is None else setting.differences(scope)
-    if not gaps:
-        return list(measurements), gaps
-    out = []
-    for m in measurements:
-        if m.test != "info" and m.role == "test":
-            verdict = "undecided" if m.test == "undecided" else ("passes" if m.passed else "fails")
-            label = (f"{m.label or m.key} — {verdict} at this scope; reported, not deciding: "
-                     f"outside {setting.source}'s setting ({'; '.join(gaps)})")  # fmt: skip
-            out.append(info(m.key, m.value, label=label))
-        else:
-            out.append(m)
-    return out, gaps
+def checked_scopes(scopes) -> dict:
+    """``scopes`` (a mapping of sub-verdict tags to :class:`Scope`, or None) as a dict, or one
+    TypeError naming the rule (``Evidence(scopes=…)``)."""
+    out = dict(scopes or {})
+    for tag, sc in out.items():
+        if not isinstance(tag, str) or not isinstance(sc, Scope):
+            raise TypeError(f"scopes must map sub-verdict tags (str) to Scope; got {tag!r}: "
+                            f"{type(sc).__name__}")  # fmt: skip
+    return out
 
 
-def not_in_setting(key: str, setting: Setting, runs: int):
-    """An undecided measurement when none of a paper's claim's ``runs`` was in its setting
-    (the claim is then INCONCLUSIVE, "not run in the paper's setting"); None otherwise."""
-    from posflow.proofs_checks.kit._evidence import undecided
+def scope_line(scopes: dict) -> str:
+    """Every sub-verdict's scope in one short line ("" for none)."""
+    return " | ".join(f"{t}: {sc.line()}" for t, sc in scopes.items())
 
-    if runs:
-        return None
-    return undecided(key, 0, f"not run in {setting.source}'s setting ({setting.description}): "
-                     "every run is a sub-verdict at a reduced scope", label="runs in the "
-                     f"setting of {setting.source}'s claim")  # fmt: skip
+
+def scopes_from_json(d: dict) -> dict:
+    """The scopes of a record's JSON (``Evidence.as_json()["scope"]``)."""
+    out = {}
+    for tag, v in d.items():
+        v = dict(v)
+        v["extra"] = tuple((k, x) for k, x in v.get("extra", {}).items())
+        out[tag] = Scope(**v)
+    return out

