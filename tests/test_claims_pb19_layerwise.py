@@ -192,7 +192,7 @@ def test_a_models_level_and_verdict_do_not_depend_on_the_other_models(monkeypatc
     from posflow.simulate.models.subjects import Subject
 
     fake = {"toy": _synthetic(3, 0), "smollm2": _synthetic(5, 1)}
-    monkeypatch.setattr(P, "measure_model", lambda sub: fake[sub.tag])
+    monkeypatch.setattr(P, "measure_model", lambda sub, count=None: fake[sub.tag])
     toy, other = Subject("toy", "toy LM", None), Subject("smollm2", "SmolLM2", None)
 
     def toy_part(subs):
@@ -211,3 +211,23 @@ def test_model_family_refuses_bad_depths():
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="L"):
             P.model_family(bad)
+
+
+def test_pb19_reads_the_first_windows_of_the_shared_measurement():
+    """PB19 judges the first WINDOWS of the measurement PB15 and PB20 share (issue 41, item 8)."""
+    from posflow.simulate.models.profiles_bootstrap import PerSequence
+
+    rng = np.random.default_rng(0)
+    N, L, n = 6, 2, 5
+    data = PerSequence(rng.random((N, L, n, n)), rng.random((N, L)), rng.random((N, L, 3)),
+                       rng.random((N, n)), np.zeros(3), rng.random((N, L, n, n)),
+                       layer_influence=rng.random((N, L, n)), windows=(None, 4))  # fmt: skip
+    got = P.first_windows(data, 4)
+    for f in ("attention", "lambdas", "content", "influence", "values", "layer_influence"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(data, f)[:4])
+    assert got.lambdas_mlp is None and got.windows == (None, 4) and got.slopes is data.slopes
+    assert P.WINDOWS["quick"] == {"toy": 32, "smollm2": 16}
+    from posflow.proofs_checks.claims import pb20_like_for_like as PB20
+
+    ctx = Context()
+    assert [s.load.args for s in P.subjects(ctx)] == [s.load.args for s in PB20.subjects(ctx)]

@@ -26,8 +26,6 @@ Beside it: the rollout as defined (α = 1) and the in-sample geometric null per 
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from posflow.proofs_checks import kit
@@ -59,11 +57,10 @@ from posflow.proofs_checks.kit import (
 )
 from posflow.simulate.models.subjects import (
     Subject,
-    gemma3_windows,
     installed,
+    live_subjects,
+    measured,
     scope_of,
-    smollm2_windows,
-    toy_windows,
 )
 
 __all__ = ["EFFECTS", "PB19_EFFECT", "POWER", "model_family", "pb19"]
@@ -92,19 +89,18 @@ def _rounding(L: int, n: int) -> float:
     return 4.0 * (L * n * n + n) * _EPS
 
 
+# PB19 reads the first windows of the measurement it shares with PB15 and PB20 (the windows of
+# ``live_subjects``, measured once per run): this many per model and size
+WINDOWS = {"quick": {"toy": 32, "smollm2": 16}, "full": {"toy": 64, "smollm2": 32, "gemma3": 32}}
+
+
 def subjects(ctx: Context) -> list[Subject]:
-    """The toy LM always (PB15's windows); SmolLM2-135M when installed (quick n = 64, N = 16;
-    full n = 128, N = 32); Gemma 3 270M when installed, at full size only (n = 128, N = 32)."""
-    preset, count = ("default", 64) if ctx.full else ("quick", 32)
-    out = [Subject("toy", "toy LM", functools.partial(toy_windows, preset, count, ctx.seed))]
-    if _smollm2_installed():
-        n, N = (128, 32) if ctx.full else (64, 16)
-        out.append(Subject("smollm2", "SmolLM2",
-                           functools.partial(smollm2_windows, n, N, ctx.seed)))  # fmt: skip
-    if ctx.full and installed("gemma3-270m"):
-        out.append(Subject("gemma3", "Gemma 3",
-                           functools.partial(gemma3_windows, 128, 32, ctx.seed)))  # fmt: skip
-    return out
+    """The models of PB15 and PB20 on their windows (``live_subjects``): the toy LM always,
+    SmolLM2-135M when installed, Gemma 3 270M when installed at full size; PB19 judges the first
+    :data:`WINDOWS` of each (quick: toy 32, SmolLM2 16 at n = 64; full: toy 64, SmolLM2 and
+    Gemma 3 32 at n = 128)."""
+    return live_subjects(ctx.full, ctx.seed, smollm2=_smollm2_installed(),
+                         gemma3=installed("gemma3-270m"))  # fmt: skip
 
 
 def layer_status(cf, level: float, bound: float):
@@ -164,15 +160,25 @@ def layer_power(effects: dict, effect: float, df: int, level: float, bound: floa
 # the evidence of one model
 
 
-def measure_model(sub: Subject):
-    """(per-window data, the measured layer influence against plain torch, note) of one model;
-    the model is dropped afterwards."""
-    from posflow.simulate.models.profiles_bootstrap import measure_per_sequence
-
-    model, ids, note = sub.load()
-    data = measure_per_sequence(model, ids, layer_influence=True)
+def measure_model(sub: Subject, count: int | None = None):
+    """(per-window data, the measured layer influence against plain torch, note) of one model:
+    the first ``count`` windows (all when None) of the measurement shared with PB15 and PB20."""
+    model, ids, note, data = measured(sub)
+    if count is not None and count < data.lambdas.shape[0]:
+        data = first_windows(data, count)
+        note += f"; PB19 judges the first {count} of them"
     plain = R.layer_influence_vs_plain(sub.tag, sub.name, model, ids[0], data.layer_influence[0])
     return data, plain, note
+
+
+def first_windows(data, count: int):
+    """The per-window measurement ``data`` (``PerSequence``) restricted to its first ``count``
+    windows (every per-window field; slopes and sliding windows as they are)."""
+    from dataclasses import fields, replace
+
+    per_window = {f.name: getattr(data, f.name)[:count] for f in fields(data)
+                  if f.name not in ("slopes", "windows") and getattr(data, f.name) is not None}
+    return replace(data, **per_window)  # fmt: skip
 
 
 def model_scope(tag: str, n: int, N: int, seed: int) -> kit.Scope:
@@ -363,7 +369,7 @@ def _collect(ctx: Context):
     judged at its own level (:func:`model_family`), the identity naming its family."""
     out = []
     for sub in subjects(ctx):
-        measured = measure_model(sub)
+        measured = measure_model(sub, WINDOWS[ctx.size].get(sub.tag))
         family = model_family(measured[0].lambdas.shape[1])
         ident = f"{measured[2]}; seed {ctx.seed}; {family} comparisons (Bonferroni, this model's)"
         out.append((sub, (*model_evidence(sub, ctx, measured), ident)))
