@@ -33,6 +33,7 @@ MODULES = (
     "pb20_refs",
     "pb20_crossfit",
     "pb20_insample",
+    "pb20_sinks",
     "pb16_lambda",
     "pb17_retrieval",
     "pb17_refs",

@@ -43,6 +43,7 @@ from posflow.proofs_checks.claims.pb20_insample import (
     rounding,
     what,
 )
+from posflow.proofs_checks.claims.pb20_sinks import sink_evidence
 from posflow.proofs_checks.claims.pb20_study import (
     RIVALS,
     model_figure,
@@ -127,8 +128,11 @@ def _model_evidence(sub: Subject, ctx: Context, family: int, cf_family: int):
     ms, diff_rows = judge(sub.tag, sub.name, bs, level, N)
     lib, lib_decision = library_check(sub, bs, L, n)
     sub_status, _ = combine([*cdec, lib_decision])
-    ms = [info(f"{sub.tag}.verdict", sub_status, label=f"{sub.name}: sub-verdict"), *cms, *plain,
-          lib, *ms, *reported(sub, bs, N)]  # fmt: skip
+    each = "; ".join(f"{m.key.split('.crossfit.verdict_', 1)[1]} {m.value}" for m in cms
+                     if ".crossfit.verdict_" in m.key)  # fmt: skip
+    ms = [info(f"{sub.tag}.verdict", f"{sub_status} (every rollout, its fitted α and interval: "
+               f"{each})", label=f"{sub.name}: sub-verdict"), *cms, *plain, lib, *ms,
+          *reported(sub, bs, N)]  # fmt: skip
     tables = [*ctables, *model_tables(sub.tag, sub.name, bs, level, sub.bootstrap, family, ALPHA,
                                       diff_rows)]  # fmt: skip
     ctl = ((bs.w1["b"] - bs.w1["a"], level, -rounding(L, n)), (cctl, cf_level, -rounding(L, n)))
@@ -271,6 +275,11 @@ def _collect(ctx: Context):
             tables += t
             figs += f
             extra += " " + more
+    sms, stables, sscope = sink_evidence()  # the sink intervention: (e)'s assumption, causally
+    ms += sms
+    tables += stables
+    if sscope is not None:
+        scopes["smollm2_sinks"] = sscope
     return ms, tables, figs, notes, (cf_family, family), parts, ctl, extra, scopes
 
 
