@@ -6,6 +6,11 @@ import os
 # workers do not oversubscribe the machine (set before numpy or torch is imported).
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# numba reads NUMBA_NUM_THREADS again at every compilation and raises once its threads run with
+# another count: pin it to numba's own default before numba loads, so that a benchmark module a
+# test imports (benchmarks/_bench.py sets it to 1 with setdefault) changes nothing in a worker
+_cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+os.environ.setdefault("NUMBA_NUM_THREADS", str(max(1, _cpus or 1)))
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 

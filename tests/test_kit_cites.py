@@ -97,7 +97,7 @@ def test_the_catalog_lists_citations_and_the_expected_verdict():
     rec = kit.catalog_records([kit.get_claim("AT10")])[0]
     routines = [x["routine"] for x in rec["compares"]]
     assert "posflow.simulate.transport:near_far_mass" in routines
-    assert rec["expected"] == {"quick": "HOLDS", "full": "HOLDS", "reason": ""}
+    assert rec["expected"] == {"quick": "HOLDS", "full": "HOLDS", "reason": "", "scope": ""}
     md = kit.to_markdown([rec])
     assert "- compares with an independent reference:" in md
     assert "`posflow.simulate.transport.near_far_mass` against" in md

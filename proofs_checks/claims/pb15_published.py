@@ -56,6 +56,7 @@ from posflow.proofs_checks.kit import (
     optional_torch,
     param_tol,
     register,
+    rejects,
     scoped,
     transposed_dense_apply,
     undecided,
@@ -104,6 +105,21 @@ def u_decision(profiles, level: float) -> Decision:
     if d.decision == HOLDS and not is_u(np.asarray(profiles)[0]):
         d.blocked.append("the full sample's minimum lies near an end")
     return d
+
+
+def u_controls(level: float) -> list:
+    """PB15's U judge (``pb15_published.u_decision``) on known-wrong inputs: a monotone profile
+    (no interior dip) and a profile whose deepest point lies next to an end must not hold."""
+    G, n = 8, 40
+    flat = np.tile(np.linspace(1.0, 2.0, n), (G + 1, 1))
+    edge = np.tile(np.r_[1.0, 0.2, np.full(n - 3, 0.85), 1.0], (G + 1, 1))
+    d_edge = u_decision(edge, level)
+    return [
+        rejects("u_control_monotone", u_decision(flat, level).decision == HOLDS,
+                "a monotone profile (no interior dip) must not be a U"),
+        rejects("u_control_dip_at_an_end", d_edge.decision == HOLDS and not d_edge.blocked,
+                "a profile whose deepest point lies next to an end must not count as [A]'s U"),
+    ]  # fmt: skip
 
 
 def judge_model(tag: str, name: str, pub: Published, L: int, scope: Scope):
@@ -270,7 +286,8 @@ def pb15(ctx: Context) -> Evidence:
     m = not_in_setting("in_setting", SETTING, inside)
     if ctl is None:  # no model at all: the judge's controls on fixed replicates
         ctl = (np.linspace(-1.0, 1.0, 9), 1.0 - family_level(ALPHA, 4), 0.0)
-    ms += ([m] if m else []) + jackknife_controls(*ctl)
+    ms += ([m] if m else []) + jackknife_controls(*ctl) + u_controls(ctl[1])
+    ms.append(R.interior_depth_vs_direct([pub.measured[0] for _, _, pub, *_ in parts]))
     table = Table("published", "[A]'s comparison at α = 1, per model and kernel: W1/(n−1) with "
                   "95% jackknife intervals, the difference with the model's family-wise "
                   "interval, and the U statement", ["model", *_COLUMNS], rows)  # fmt: skip
@@ -308,4 +325,7 @@ add_mutant("PB15", "transposed-measured-kernel", DENSE_APPLY, transposed_dense_a
 add_mutant("PB15", "decide-on-point-estimate",
            "posflow.proofs_checks.kit._jackknife:crossfit_decision", R.point_decision,
            "the jackknife interval collapsed onto its point estimate (a loosened judge)")
+add_mutant("PB15", "interior-dip-from-the-higher-end",
+           "posflow.proofs_checks.kit._u_test:interior_depth", R.dip_from_higher_end,
+           "the interior dip measured from the higher end instead of the lower one")
 # fmt: on

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from posflow.proofs_checks.kit import at_most, fp_tol
+from posflow.proofs_checks.kit import U_END_MARGIN, at_most, fp_tol, interior_depth
 from posflow.simulate.models.published import PAIRS, Published
 
-__all__ = ["dense_reference", "point_decision", "residual_dropped", "swapped_pairs", "vs_dense",
-           "vs_study"]  # fmt: skip
+__all__ = ["dense_reference", "dip_from_higher_end", "interior_depth_vs_direct", "point_decision",
+           "residual_dropped", "swapped_pairs", "vs_dense", "vs_study"]  # fmt: skip
 
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -109,3 +109,30 @@ def point_decision(original):
         return d
 
     return crossfit_decision
+
+
+def interior_depth_vs_direct(profiles) -> object:
+    """``kit.interior_depth`` of each profile against a direct loop over its interior
+    positions (the same float64 minimum and division: equal to a few ε)."""
+    import math
+
+    err = 0.0
+    for p in profiles:
+        a = [float(x) for x in p]
+        n = len(a)
+        g = max(1, math.ceil(U_END_MARGIN * (n - 1)))
+        inner = min(a[j] for j in range(g, n - g))
+        err = max(err, abs(interior_depth(p) - (1.0 - inner / min(a[0], a[-1]))))
+    return at_most("interior_depth_vs_direct", err, 0.0,
+                   fp_tol(4 * _EPS, "one minimum and one division in float64: 4 ε"),
+                   label="max |kit.interior_depth − a direct loop over the interior| over "
+                   "every model's measured profile")  # fmt: skip
+
+
+def dip_from_higher_end(original):
+    def interior_depth(p, margin=U_END_MARGIN):
+        a = np.asarray(p, dtype=np.float64)
+        g = max(1, int(np.ceil(margin * (a.size - 1))))
+        return float(1.0 - a[g : a.size - g].min() / max(a[0], a[-1]))
+
+    return interior_depth

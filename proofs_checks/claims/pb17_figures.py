@@ -261,7 +261,7 @@ def _direct_alpha(ker, base, mu):
 
 def _direct_direction(w, x, task, rollout, fit_rows, scored_rows, alpha=None):
     """(α, ρ fitted, ρ at α = 1, ρ ceiling) of one direction, directly; ``alpha`` given: held."""
-    from posflow.proofs_checks.claims.pb17_refs import _spearman_direct
+    from posflow.proofs_checks.claims.pb17_refs import spearman_direct
 
     ker, base, g = _direct_side(w, fit_rows, rollout)
     if alpha is None:
@@ -273,7 +273,7 @@ def _direct_direction(w, x, task, rollout, fit_rows, scored_rows, alpha=None):
     def lines(p):
         return [sum(p[a:b]) for a, b in spans]
 
-    return (alpha, *(_spearman_direct(curve, lines(p)) for p in (
+    return (alpha, *(spearman_direct(curve, lines(p)) for p in (
         _direct_profile(ker_s, base_s, alpha), _direct_profile(ker_s, base_s, 1.0), g_s)))
 
 
@@ -298,12 +298,10 @@ def direct_crossfit(K: int, fit, w, x, task) -> list:
     """``crossfit_retrieval``'s first split (each direction) and first :data:`DIRECT_REPLICATES`
     bootstrap replicates (means of the two directions) recomputed directly, the largest
     deviation judged, with two negative controls."""
-    from posflow.simulate.models.crossfit import _checked
-
     key = f"crossfit_vs_direct_K{K}"
     if fit.rollout not in ("a", "b", "d", "e"):
         return [undecided(key, math.nan, f"no direct recomputation of rollout {fit.rollout!r}")]
-    w = _checked(w)
+    w = w.checked()
     stats = ("fitted", "unit", "ceiling")
     h1, h2 = fit.halves[0]
     split0 = np.stack([fit.alpha[0], *(fit.rho[s][0] for s in stats)], axis=1)  # (2, 4)

@@ -212,7 +212,7 @@ def _ranks(x) -> np.ndarray:
     return np.array([(x < v).sum() + ((x == v).sum() + 1) / 2 for v in x])
 
 
-def _spearman_direct(x, y) -> float:
+def spearman_direct(x, y) -> float:
     """Pearson correlation of the average ranks (counted directly; ties allowed)."""
     rx, ry = _ranks(x), _ranks(y)
     rx, ry = rx - rx.mean(), ry - ry.mean()
@@ -242,7 +242,7 @@ def direct_checks(r: dict, seed: int, confidence: float, resamples: int, store, 
     ref_lo, ref_hi = np.quantile(boot, ac, axis=0), np.quantile(boot, 1 - ac, axis=0)
     curve_err = max(np.abs(lp.mean - x.sum(0) / C).max(), np.abs(lp.lo - ref_lo).max(),
                     np.abs(lp.hi - ref_hi).max())  # fmt: skip
-    rho_err = max(deviation(float(v[1]), _spearman_direct(x.mean(0), v[0]), 1.0)
+    rho_err = max(deviation(float(v[1]), spearman_direct(x.mean(0), v[0]), 1.0)
                   for v in r["rhos"].values())  # NaN (a constant profile) must match NaN
     prof, rho_lo = r["rhos"][best][0], r["rhos"][best][2]
     rows = [spearmanr(b, prof).statistic for b in boot]

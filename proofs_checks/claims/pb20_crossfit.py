@@ -149,6 +149,28 @@ def _judged(cf, level: float, bound: float):
     return dec, status, best
 
 
+def split_vs_scipy(tag, name, cf, x, rival, level: float):
+    """``CrossFit.difference`` over the splits (``split_interval``) against the same interval
+    written out through scipy: ``t.interval`` at the mean of the S split statistics with scale
+    √((G − 1)² sem(replicates)² + s²_split/S)."""
+    from scipy import stats
+
+    k, r = CANDIDATES[x], CF_RIVALS[rival]
+    d = cf.metrics["w1"][k] - cf.metrics["w1"][r]
+    sp = cf.splits["w1"][k] - cf.splits["w1"][r]
+    G = d.size - 1
+    se = float(np.hypot((G - 1) * stats.sem(d[1:]), np.std(sp, ddof=1) / np.sqrt(sp.size)))
+    lo, hi = stats.t.interval(level, G - 1, loc=float(sp.mean()), scale=se)
+    _, _, glo, ghi = cf.difference("w1", k, r, level)
+    err = max(abs(glo - lo), abs(ghi - hi))
+    return at_most(f"{tag}.split_interval_vs_scipy", float(err), 0.0,
+                   fp_tol(1e-12 * max(1.0, abs(hi) + abs(lo)), "the same float64 sums in "
+                          "another order, scipy's t quantile: a few ε of the interval ends"),
+                   label=f"{name}: |split-averaged interval of W1({x}) − W1({rival}) − the "
+                   "same through scipy.stats (t.interval, jackknife se, split variance)|",
+                   )  # fmt: skip
+
+
 def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: float):
     """(measurements, tables, figure, decisions of the best rollout, control replicates) of the
     cross-fitted comparison of one model (see the module docstring)."""
@@ -190,6 +212,7 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
     for x in status:
         a, _, lo, hi = cf.interval("param", CANDIDATES[x], level)
         alphas.append([x, what(x), status[x], a, lo, hi, "yes" if lo <= 1.0 <= hi else "no"])
+    ms.append(split_vs_scipy(tag, name, cf, best, dec[best][0].label, level))
     prof, metric, resid, missed = library_reference(data, cf)
     tol = 16 * L * n * n * _EPS
     ms += [
@@ -221,8 +244,9 @@ def crossfit_evidence(sub, data, perm, level: float, seed: int, what, rounding: 
               "jackknife interval: is α = 1, [A]'s rollout as defined, inside it?",
               ["rollout", "what", "verdict", "α", "lo", "hi", "α = 1 inside"], alphas),
         Table(f"{tag}.crossfit_differences", f"{name}: cross-fitted W1(rollout) − W1(rival), "
-              f"{100 * level:.3g}% jackknife t intervals (Bonferroni over every rollout, rival "
-              "and model)", ["rollout", "rival", "W1 difference", "lo", "hi", "beats it"], diff),
+              f"{100 * level:.3g}% intervals, {SPLITS} splits averaged with their variance "
+              "(Bonferroni over this model's rollouts × rivals)",
+              ["rollout", "rival", "W1 difference", "lo", "hi", "beats it"], diff),
     ]
     # fmt: on
     mlp = getattr(data, "lambdas_mlp", None)

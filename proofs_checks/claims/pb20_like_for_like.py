@@ -158,6 +158,10 @@ _CITES = (
          "metrics by posflow.simulate.compare and scipy (pb20_crossfit.library_reference); each "
          "rollout's α reproduces the mean position of the half it was fitted on",
          "toy.crossfit_vs_library", "toy.crossfit_fit_residual"),
+    cite("posflow.simulate.models.crossfit:split_interval",
+         "the interval over the splits written out through scipy.stats (t.interval; the "
+         "jackknife se by scipy.stats.sem, the split variance by numpy)",
+         "toy.split_interval_vs_scipy"),
     cite("posflow.simulate.models.crossfit:jackknife_interval",
          "the jackknife standard error and Student's t quantile written out",
          "jackknife_interval_vs_direct"),
@@ -336,6 +340,11 @@ def write_reference(size: str = "quick"):
     family (the toy LM's intervals depend on whether SmolLM2 is measured) and the toy LM's
     weights (a retrained toy LM is another identity)."""
     return store_reference(R.REFERENCE, parts(Context(size=size)), size)
+
+
+add_mutant("PB20", "split-variance-dropped", "posflow.simulate.models.crossfit:split_interval",
+           R.split_variance_dropped,
+           "the interval over the random splits without the split variance")  # fmt: skip
 
 
 if __name__ == "__main__":  # pragma: no cover - the documented command

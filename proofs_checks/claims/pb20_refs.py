@@ -292,3 +292,14 @@ def lambdas_vs_plain(tag: str, name: str, model, ids, measured) -> list:
     return [at_most(key, err, 0.0, fp_tol(1e-4, "float32 norms of the same activations "
                                           "through other hooks: ~1e-9 measured; 1e-4"),
                     label=f"{name}: max_t |measured λ_t − plain forward hooks|, window 0")]
+
+
+def split_variance_dropped(original):
+    def split_interval(replicates, splits, confidence):
+        from posflow.simulate.models.crossfit import jackknife_interval
+
+        est, se, lo, hi = jackknife_interval(replicates, confidence)
+        m = float(np.mean(splits))
+        return m, se, m - (est - lo), m + (hi - est)
+
+    return split_interval

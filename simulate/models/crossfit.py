@@ -117,6 +117,11 @@ class Windows:
     weights: np.ndarray | None = None
     windows: tuple | None = None
 
+    def checked(self) -> Windows:
+        """These windows as float64 arrays, each field validated (shapes, finite values,
+        nonnegative influence with positive sums): one ValueError naming the field otherwise."""
+        return _checked(self)
+
     @classmethod
     def of(cls, data, lambdas=None) -> Windows:
         """The windows of a per-sequence measurement (``PerSequence``: its fields by name, the
