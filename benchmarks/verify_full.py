@@ -16,14 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _bench import cpu_model
+
 RESULTS = Path(__file__).resolve().parent / "results" / "verify_full.md"
+# _bench pins these to 1 for in-process timings; the verify run sets its own (--threads)
+_PINNED = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 BEFORE = """## Before (measured in earlier runs, each claim separately, 2 loaded cores)
 
 | claim(s) | seconds | source |
@@ -34,16 +37,6 @@ BEFORE = """## Before (measured in earlier runs, each claim separately, 2 loaded
 
 Each claim measured its models itself; PB15, PB19 and PB17 together took ≈ 65–72 min.
 """
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _commit() -> str:
@@ -67,7 +60,8 @@ def main(argv=None) -> int:
            str(args.threads), "--out", str(out)]  # fmt: skip
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    rc = subprocess.run(cmd).returncode
+    env = {k: v for k, v in os.environ.items() if k not in _PINNED}
+    rc = subprocess.run(cmd, env=env).returncode
     wall = time.perf_counter() - t0
     load1 = os.getloadavg()
     recs = json.loads((out / "results.json").read_text())
@@ -76,7 +70,7 @@ def main(argv=None) -> int:
     shown = " ".join(["posflow", "verify", *args.ids, "--full", "--threads", str(args.threads)])
     lines = [
         "# `posflow verify --full` (issue 41: one measurement per model, shared)", "",
-        f"Command: `{shown}`; exit status {rc}. Commit {_commit()}, {_cpu()}, "
+        f"Command: `{shown}`; exit status {rc}. Commit {_commit()}, {cpu_model()}, "
         f"{os.cpu_count()} CPUs; load average "
         f"{load0[0]:.2f} before, {load1[0]:.2f} after. {args.note}".rstrip(), "",
         f"**Wall time: {wall:.0f} s ({wall / 60:.1f} min)**; goal ≤ 20 min on 2 cores.", "",
