@@ -188,7 +188,7 @@ def _measurements() -> dict:
     return {}
 
 
-_KEEP = 2  # measurements kept (a real model's is ~0.1–1 GB at --full)
+_KEEP = 4  # measurements kept: the toy LM and up to three real models (~0.1–0.5 GB each at --full)
 
 
 def measured(sub: Subject, *, layer_influence: bool = True, lambdas_mlp: bool = True):
