@@ -21,6 +21,7 @@ from posflow.proofs_checks.kit import (
     U_TEST,
     Context,
     Evidence,
+    Scope,
     Table,
     add_mutant,
     at_least,
@@ -307,6 +308,11 @@ def pb14(ctx: Context) -> Evidence:
         "bloom-7b1, bloom: (a) λ ≡ 1, (b) fineweb-edu λ, no content, (c) per-corpus λ and "
         "per-head content (quick: dclm and wikipedia for mpt-7b and bloom-7b1 only; full: "
         "every model); references from an independent dense computation (see the module).",
+        scopes={"released": Scope(
+            "[A]'s five released configurations: falcon-rw-7b, mpt-7b, mpt-30b, bloom-7b1, bloom",
+            "7B–176B", "λ_t and per-head content as [A] measured and released them",
+            "fineweb-edu (λ), fineweb-edu, dclm and wikipedia (content)", 256,
+            "[A]'s measurements (its 1000 sequences per run)", "[A]'s")},
     )  # fmt: skip
 
 
