@@ -224,6 +224,18 @@ class CrossFit:
 
 
 
+def group_labels(groups, N: int, least: int, why: str) -> tuple[np.ndarray, np.ndarray]:
+    """(labels (N,), the distinct labels) of jackknife ``groups`` (None: one group per row), or
+    one ValueError: integers of shape (N,) naming at least ``least`` groups (``why``)."""
+    labels = np.arange(N) if groups is None else np.asarray(groups)
+    if labels.shape != (N,) or labels.dtype.kind not in "iu":
+        raise ValueError(f"groups must be integers with shape (N,) = ({N},)")
+    uniq = np.unique(labels)
+    if uniq.size < least:
+        raise ValueError(f"groups must name at least {least} groups ({why}); got {uniq.size}")
+    return labels, uniq
+
+
 def _pool(w: Windows, rows) -> dict:
     """The pooled means of the windows ``rows`` (weighted): A and V rows renormalised."""
     wt = w.weights[rows] / w.weights[rows].sum()
@@ -383,12 +395,7 @@ def crossfit(data, *, lambdas=None, groups=None, halves=None, seed: int = 0, per
                          w.values if keep_v else None, w.content if keep_c else None,
                          w.slopes if keep_c else None, w.weights, w.windows))  # fmt: skip
     N, L = w.lambdas.shape
-    labels = np.arange(N) if groups is None else np.asarray(groups)
-    if labels.shape != (N,) or labels.dtype.kind not in "iu":
-        raise ValueError(f"groups must be integers with shape (N,) = ({N},)")
-    uniq = np.unique(labels)
-    if uniq.size < 4:
-        raise ValueError(f"groups must name at least 4 groups (2 per half); got {uniq.size}")
+    labels, uniq = group_labels(groups, N, 4, "2 per half")
     if perm is None:
         perm = derangement(L, [seed, 15]) if L >= 2 else np.zeros(1, dtype=int)
     perm = np.asarray(perm)

@@ -157,18 +157,13 @@ def published_comparison(data, *, groups=None) -> Published:
 
     Raises ValueError naming the argument for bad shapes, non-finite values or < 2 groups.
     """
-    from posflow.simulate.models.crossfit import Windows, _checked, _pool
+    from posflow.simulate.models.crossfit import Windows, _checked, _pool, group_labels
     from posflow.simulate.models.profiles import batched_w1
 
     w = data if isinstance(data, Windows) else Windows.of(data)
     w = _checked(w)
     N = w.lambdas.shape[0]
-    labels = np.arange(N) if groups is None else np.asarray(groups)
-    if labels.shape != (N,) or labels.dtype.kind not in "iu":
-        raise ValueError(f"groups must be integers with shape (N,) = ({N},)")
-    uniq = np.unique(labels)
-    if uniq.size < 2:
-        raise ValueError(f"groups must name at least 2 groups (the jackknife); got {uniq.size}")
+    labels, uniq = group_labels(groups, N, 2, "the jackknife")
     reps = [np.arange(N)] + [np.flatnonzero(labels != g) for g in uniq]
     profiles: dict = {}
     measured = []
